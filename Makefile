@@ -1,0 +1,44 @@
+# The two commands a newcomer needs: `make lab` and `make test`. Each sets itself up.
+PYTHON ?= python3
+TORCH_VERSION ?= 2.13.0
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+# Per-cell limit for nbmake: a stuck cell fails the run instead of hanging it.
+CELL_TIMEOUT ?= 180
+
+.PHONY: setup lab test lint unit notebooks clean
+
+setup: $(STAMP)
+
+# Reinstalls only when pyproject.toml changes. torch is pinned here (not in pyproject.toml) so a
+# CPU machine takes the local CPU wheel instead of the registry's multi-GB CUDA build.
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet -e '.[dev]' 'torch==$(TORCH_VERSION)'
+	touch $(STAMP)
+
+lab: $(STAMP)
+	cd notebooks && ../$(PY) -m jupyterlab --ServerApp.ip=127.0.0.1 --no-browser
+
+lint: $(STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+# Unit tests, the docstring examples in helpers/, and every notebook under nbmake, in one pytest
+# session so its leak checks (child processes, /dev/shm) see everything. The repository must be
+# as clean afterwards as before.
+test: lint
+	@git status --porcelain > $(VENV)/status-before 2>/dev/null || true
+	$(PY) -m pytest tests helpers notebooks --doctest-modules --nbmake --nbmake-timeout=$(CELL_TIMEOUT)
+	@git status --porcelain > $(VENV)/status-after 2>/dev/null || true
+	@diff $(VENV)/status-before $(VENV)/status-after || (echo "The test run changed the repository (above)."; exit 1)
+
+unit: $(STAMP)
+	$(PY) -m pytest tests helpers --doctest-modules
+
+notebooks: $(STAMP)
+	$(PY) -m pytest notebooks --nbmake --nbmake-timeout=$(CELL_TIMEOUT)
+
+clean:
+	rm -rf $(VENV) *.egg-info .pytest_cache .ruff_cache

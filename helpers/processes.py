@@ -1,0 +1,282 @@
+"""Process hygiene: start children with a deadline, always reap them, and find what they left.
+
+Every demo in the series that can hang or crash runs through :func:`run_with_deadline`, and every
+group of workers through :func:`running`, so that nothing outlives the cell that started it.
+
+Example::
+
+    >>> import multiprocessing as mp
+    >>> from helpers.processes import run_with_deadline
+    >>> result = run_with_deadline(print, args=("hello",), method="spawn", timeout=30)
+    >>> result.exitcode
+    0
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from multiprocessing.process import BaseProcess
+from pathlib import Path
+
+import psutil
+
+__all__ = [
+    "ChildResult",
+    "reap",
+    "running",
+    "run_with_deadline",
+    "live_children",
+    "INFRASTRUCTURE",
+    "shared_memory_segments",
+    "dev_shm_entries",
+    "run_python_script",
+]
+
+DEV_SHM = Path("/dev/shm")
+
+
+@dataclass
+class ChildResult:
+    """What happened to one child started by :func:`run_with_deadline`."""
+
+    exitcode: int | None  # None never survives reap(); negative means "killed by signal -exitcode"
+    timed_out: bool  # True when the deadline passed and the child had to be terminated
+    seconds: float  # wall time from start() to the end of the join
+    output: str  # the child's stdout and stderr, when captured (fork and spawn only)
+
+    @property
+    def ok(self) -> bool:
+        """True when the child finished on time with exit code 0."""
+        return not self.timed_out and self.exitcode == 0
+
+
+def reap(processes: Sequence[BaseProcess], timeout: float = 5.0) -> list[int | None]:
+    """Join every process within one shared deadline, then terminate and kill the stragglers.
+
+    Returns the exit codes in order. Processes that were never started are skipped (code None).
+
+    >>> import multiprocessing as mp
+    >>> p = mp.get_context("spawn").Process(target=abs, args=(-1,))
+    >>> p.start()
+    >>> reap([p], timeout=30)
+    [0]
+    """
+    deadline = time.monotonic() + timeout
+    started = [p for p in processes if p.pid is not None]
+    for p in started:
+        p.join(max(0.0, deadline - time.monotonic()))
+    for p in started:
+        if p.is_alive():
+            p.terminate()
+    for p in started:
+        p.join(2.0)
+        if p.is_alive():  # ignored SIGTERM (or stuck in a C call that blocks it): SIGKILL
+            p.kill()
+            p.join(2.0)
+    return [p.exitcode if p.pid is not None else None for p in processes]
+
+
+@contextlib.contextmanager
+def running(processes: Sequence[BaseProcess], timeout: float = 30.0) -> Iterator[list[BaseProcess]]:
+    """Start ``processes``; on leaving the block, reap them (also on error or KeyboardInterrupt).
+
+    ``timeout`` bounds the whole block plus the final join: children still alive then are
+    terminated. Use it around producer/consumer code so a bug cannot leave workers behind.
+
+    >>> import multiprocessing as mp
+    >>> ctx = mp.get_context("spawn")
+    >>> procs = [ctx.Process(target=abs, args=(-i,)) for i in range(2)]
+    >>> with running(procs, timeout=30):
+    ...     pass
+    >>> [p.exitcode for p in procs]
+    [0, 0]
+    """
+    deadline = time.monotonic() + timeout
+    try:
+        for p in processes:
+            p.start()
+        yield list(processes)
+    finally:
+        reap(processes, timeout=max(0.0, deadline - time.monotonic()))
+
+
+@contextlib.contextmanager
+def _captured_fds(enabled: bool) -> Iterator[Callable[[], str]]:
+    """Redirect this process's fds 1 and 2 into a temp file, so children started meanwhile
+    (which inherit those fds) write there; yields a function returning what was written."""
+    if not enabled:
+        yield lambda: ""
+        return
+    with tempfile.TemporaryFile(mode="w+b") as sink:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        saved = [os.dup(1), os.dup(2)]
+        try:
+            os.dup2(sink.fileno(), 1)
+            os.dup2(sink.fileno(), 2)
+            yield lambda: _read_all(sink)
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            for fd in saved:
+                os.close(fd)
+
+
+def _read_all(sink) -> str:
+    sink.seek(0)
+    return sink.read().decode(errors="replace")
+
+
+def run_with_deadline(
+    target: Callable[..., object],
+    args: tuple = (),
+    kwargs: dict | None = None,
+    *,
+    method: str = "spawn",
+    timeout: float = 30.0,
+    capture_output: bool = True,
+) -> ChildResult:
+    """Run ``target(*args, **kwargs)`` in one child process started with ``method``; never hang.
+
+    The child gets ``timeout`` seconds; past that it is terminated (then killed) and the result
+    says ``timed_out``. With ``capture_output`` the child's stdout/stderr (including a traceback
+    printed while it bootstraps) are returned in ``output``. That works for fork and spawn; a
+    forkserver child is forked by the server and writes where the server's output goes.
+
+    No importability check is made here on purpose: notebook 01 uses this to show the failure that
+    :func:`helpers.launch.launch` refuses up front.
+
+    >>> r = run_with_deadline(print, args=("hi",), method="spawn", timeout=30)
+    >>> r.ok, r.output.strip()
+    (True, 'hi')
+    """
+    import multiprocessing as mp
+
+    ctx = mp.get_context(method)
+    if capture_output and method != "fork" and os.name == "posix":
+        # Long-lived helpers inherit our fds when they start: start them before the redirect.
+        from multiprocessing import forkserver, resource_tracker
+
+        resource_tracker.ensure_running()
+        if method == "forkserver":
+            forkserver.ensure_running()
+    if capture_output and method == "fork":
+        # A fork child inherits the parent's sys.stdout object, which in Jupyter or pytest does not
+        # write to fd 1; point the child's streams at the fds we capture.
+        target, args, kwargs = _streams_on_fds, (target, args, kwargs or {}), {}
+    proc = ctx.Process(target=target, args=args, kwargs=kwargs or {})
+    start = time.monotonic()
+    with _captured_fds(capture_output) as read_output:
+        try:
+            proc.start()
+            proc.join(timeout)
+            timed_out = proc.is_alive()
+        finally:
+            (exitcode,) = reap([proc], timeout=0)
+        seconds = time.monotonic() - start
+        output = read_output()
+    return ChildResult(exitcode=exitcode, timed_out=timed_out, seconds=seconds, output=output)
+
+
+def _streams_on_fds(target: Callable[..., object], args: tuple, kwargs: dict) -> None:
+    sys.stdout = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115 (lives as long as the child)
+    sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
+    target(*args, **kwargs)
+
+
+# multiprocessing's own long-lived helpers: started on first use, alive until their parent exits.
+INFRASTRUCTURE = ("multiprocessing.forkserver", "multiprocessing.resource_tracker")
+
+
+def live_children(include_infrastructure: bool = False) -> list[psutil.Process]:
+    """The running descendants of this process (zombies excluded): what a leak check looks for.
+
+    multiprocessing's forkserver and resource tracker are left out unless
+    ``include_infrastructure``: they are started once and live as long as this process does.
+
+    >>> all(child.ppid() > 0 for child in live_children())
+    True
+    """
+    children = []
+    for child in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+            if child.status() == psutil.STATUS_ZOMBIE:
+                continue
+            cmdline = " ".join(child.cmdline())
+            if include_infrastructure or not any(name in cmdline for name in INFRASTRUCTURE):
+                children.append(child)
+    return children
+
+
+def shared_memory_segments(pid: int | None = None) -> list[str]:
+    """Shared-memory objects a process holds open or mapped (Linux; ``[]`` elsewhere).
+
+    Lists the targets of ``/proc/PID/fd`` and the mapped files of ``/proc/PID/maps`` that live in
+    ``/dev/shm``, each once. Under torch's ``file_descriptor`` strategy they appear as
+    ``/dev/shm/torch_... (deleted)``: unlinked at once, alive while an fd or a mapping remains.
+
+    >>> import torch
+    >>> t = torch.zeros(4).share_memory_()
+    >>> any("torch_" in s for s in shared_memory_segments())
+    True
+    """
+    proc = Path(f"/proc/{pid or os.getpid()}")
+    if not proc.exists():
+        return []
+    found: set[str] = set()
+    for fd in (proc / "fd").iterdir():
+        with contextlib.suppress(OSError):
+            target = os.readlink(fd)
+            if target.startswith(str(DEV_SHM)):
+                found.add(target)
+    with contextlib.suppress(OSError):
+        for line in (proc / "maps").read_text().splitlines():
+            parts = line.split(maxsplit=5)
+            if len(parts) == 6 and parts[5].startswith(str(DEV_SHM)):
+                found.add(parts[5])
+    return sorted(found)
+
+
+def dev_shm_entries() -> set[str]:
+    """Names currently in ``/dev/shm`` (empty set where it does not exist): the leak check's view.
+
+    >>> isinstance(dev_shm_entries(), set)
+    True
+    """
+    if not DEV_SHM.is_dir():
+        return set()
+    return {entry.name for entry in DEV_SHM.iterdir()}
+
+
+def run_python_script(
+    source: str, timeout: float = 60.0, args: Sequence[str] = ()
+) -> subprocess.CompletedProcess:
+    """Run ``source`` as a script file in a fresh interpreter, in a temporary directory; bounded.
+
+    For lessons that need a real ``__main__`` (the ``if __name__ == "__main__":`` guard) or a
+    pristine interpreter (``set_start_method`` can only be called once per process).
+    Raises ``subprocess.TimeoutExpired`` past ``timeout`` (the child is killed first).
+
+    >>> run_python_script("print(6 * 7)").stdout
+    '42\\n'
+    """
+    with tempfile.TemporaryDirectory(prefix="tmp-notebook-script-") as workdir:
+        script = Path(workdir) / "script.py"
+        script.write_text(source)
+        return subprocess.run(
+            [sys.executable, str(script), *args],
+            cwd=workdir,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )

@@ -1,0 +1,219 @@
+"""Workers and measurements for notebook 01 (start methods).
+
+Everything here runs in child processes, so it lives in an importable module: a spawn or
+forkserver child re-imports each function by module and name. The module imports torch at the
+top on purpose, as a real worker module does, so that start-up times include that import.
+
+Example::
+
+    >>> from helpers.launch import launch
+    >>> from helpers.start_methods import whoami
+    >>> [info["rank"] for info in launch(whoami, nprocs=2, method="spawn")]
+    [0, 1]
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import os
+import subprocess
+import sys
+import time
+
+import torch
+
+from helpers.processes import reap
+
+__all__ = [
+    "STATE",
+    "whoami",
+    "read_state",
+    "parallel_op",
+    "report_rank",
+    "fail_on_rank",
+    "METHOD_VARIANTS",
+    "startup_latencies",
+    "plot_startup",
+    "guard_script",
+    "SET_START_METHOD_TWICE",
+]
+
+# Module state that notebook 01 changes after import: a fork child sees the change (it is a copy
+# of the parent's memory); a spawn child re-imports this module and sees the original.
+STATE = {"value": "set at import"}
+
+PRELOAD = ["torch", "helpers.start_methods"]
+
+
+def whoami(rank: int) -> dict:
+    """Who this child is: rank, pid, parent pid, and the start method that made it.
+
+    >>> whoami(0)["pid"] == os.getpid()
+    True
+    """
+    return {
+        "rank": rank,
+        "pid": os.getpid(),
+        "ppid": os.getppid(),
+        "process_name": mp.current_process().name,
+    }
+
+
+def read_state(rank: int) -> str:
+    """The value of :data:`STATE` as this process sees it.
+
+    >>> read_state(0)
+    'set at import'
+    """
+    return STATE["value"]
+
+
+def parallel_op(size: int = 4_000_000, threads: int | None = None) -> float:
+    """Run a multi-threaded CPU kernel (a float64-to-float32 copy of ``size`` elements).
+
+    With GNU OpenMP, a *fork* child whose parent already ran such a kernel hangs here forever
+    unless ``threads=1`` is set first (see notebook 01 and 04).
+
+    >>> parallel_op(1000, threads=1) != 0.0
+    True
+    """
+    if threads is not None:
+        torch.set_num_threads(threads)
+    generator = torch.Generator().manual_seed(0)
+    return float(torch.randn(size, dtype=torch.float64, generator=generator).float().sum())
+
+
+def report_rank(rank: int, results) -> None:
+    """For ``torch.multiprocessing.spawn``: put ``(rank, pid)`` on ``results``.
+
+    ``mp.spawn`` calls ``fn(rank, *args)``: the rank comes first, always.
+    """
+    results.put((rank, os.getpid()))
+
+
+def fail_on_rank(rank: int, bad_rank: int, others_sleep: float = 30.0) -> None:
+    """Raise on ``bad_rank``; the other ranks sleep, so torch must terminate them.
+
+    >>> fail_on_rank(0, bad_rank=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: rank 0 failed on purpose
+    """
+    if rank == bad_rank:
+        raise ValueError(f"rank {rank} failed on purpose")
+    time.sleep(others_sleep)
+
+
+METHOD_VARIANTS = ("fork", "spawn", "forkserver", "forkserver+preload")
+
+
+def _note_start(index: int, sent_at: float, results) -> None:
+    """Child side of :func:`startup_latencies`: the first line the child runs."""
+    results.put((index, time.time() - sent_at))
+
+
+def _latencies_here(method: str, nprocs: int, preload: bool, timeout: float) -> list[float]:
+    ctx = mp.get_context(method)
+    if preload:
+        ctx.set_forkserver_preload(PRELOAD)
+    results = ctx.Queue()
+    procs = []
+    try:
+        for index in range(nprocs):
+            # time.time(), not perf_counter: it is comparable across processes.
+            proc = ctx.Process(target=_note_start, args=(index, time.time(), results))
+            proc.start()
+            procs.append(proc)
+        latencies = dict(results.get(timeout=timeout) for _ in procs)
+        return [latencies[index] for index in range(nprocs)]
+    finally:
+        reap(procs, timeout=timeout)
+
+
+def startup_latencies(method: str, nprocs: int = 2, timeout: float = 120.0) -> list[float]:
+    """Seconds from ``Process.start()`` to each child's first line, children started back to back.
+
+    ``method`` is one of :data:`METHOD_VARIANTS`. Measured in this process, except
+    ``"forkserver+preload"``: a process has a single forkserver, started on first use, and the
+    preload list only counts when it starts; so that variant runs in a fresh interpreter that has
+    imported torch, as a notebook kernel has.
+
+    >>> len(startup_latencies("fork", nprocs=2)) if "fork" in mp.get_all_start_methods() else 2
+    2
+    """
+    if method not in METHOD_VARIANTS:
+        raise ValueError(f"method must be one of {METHOD_VARIANTS}, got {method!r}")
+    if method != "forkserver+preload":
+        return _latencies_here(method, nprocs, preload=False, timeout=timeout)
+    code = (
+        "import json, torch\n"
+        "from helpers.start_methods import _latencies_here\n"
+        f"print(json.dumps(_latencies_here('forkserver', {int(nprocs)}, True, {float(timeout)})))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, check=False
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"the preload measurement failed:\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def plot_startup(method: str = "fork", nprocs: int = 2) -> list[float]:
+    """Widget callback for notebook 01: measure, draw one bar per child (ms), return the seconds.
+
+    >>> len(plot_startup("spawn", nprocs=1))
+    1
+    """
+    import matplotlib.pyplot as plt
+
+    from helpers.plotting import METHOD_COLORS, bar_chart, new_figure
+
+    latencies = startup_latencies(method, nprocs)
+    fig, ax = new_figure(f"{method}: {nprocs} children started back to back", "child", "ms to first line")
+    labels = [f"child {i}" for i in range(nprocs)]
+    bar_chart(ax, labels, [s * 1e3 for s in latencies], fmt="{:.0f}", colors=[METHOD_COLORS[method]] * nprocs)
+    plt.show()
+    return latencies
+
+
+# Scripts for the lessons that need a real __main__ or a pristine interpreter.
+SET_START_METHOD_TWICE = """\
+import multiprocessing as mp
+mp.set_start_method("spawn")
+print("first call: ok, method =", mp.get_start_method())
+try:
+    mp.set_start_method("spawn")   # what a re-run notebook cell does
+except RuntimeError as error:
+    print("second call: RuntimeError:", error)
+ctx = mp.get_context("spawn")       # get_context can be called any number of times
+print("get_context: ok, method =", ctx.get_start_method())
+"""
+
+
+def guard_script(guarded: bool) -> str:
+    """A script that starts one spawn child, with or without the ``__main__`` guard.
+
+    Without the guard the spawn child, which imports the script as ``__mp_main__``, runs the
+    top level again and tries to start a process while still bootstrapping.
+
+    >>> "if __name__" in guard_script(True), "if __name__" in guard_script(False)
+    (True, False)
+    """
+    head = [
+        "import multiprocessing as mp",
+        "",
+        "def work():",
+        '    print("child: work() ran")',
+        "",
+        'ctx = mp.get_context("spawn")',
+    ]
+    body = [
+        "proc = ctx.Process(target=work)",
+        "proc.start()",
+        "proc.join(30)",
+        'print("parent: child exit code", proc.exitcode)',
+    ]
+    if guarded:
+        body = ['if __name__ == "__main__":'] + ["    " + line for line in body]
+    return "\n".join(head + body) + "\n"

@@ -1,0 +1,131 @@
+"""helpers.processes: deadlines, reaping, leak finding, under fork and spawn."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+import torch
+
+from helpers.processes import (
+    dev_shm_entries,
+    live_children,
+    reap,
+    run_python_script,
+    run_with_deadline,
+    running,
+    shared_memory_segments,
+)
+from tests import workers
+from tests.workers import METHODS
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_run_with_deadline_terminates_a_stuck_child(method):
+    result = run_with_deadline(time.sleep, args=(60,), method=method, timeout=1.0)
+    assert result.timed_out
+    assert result.exitcode == -signal.SIGTERM
+    assert result.seconds < 10
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_run_with_deadline_reports_the_exit_code(method):
+    result = run_with_deadline(workers.shout_and_exit, args=("hello", 3), method=method, timeout=30)
+    assert (result.timed_out, result.exitcode, result.ok) == (False, 3, False)
+
+
+@pytest.mark.parametrize("method", [m for m in METHODS if m != "forkserver"])
+def test_run_with_deadline_captures_child_output(method):
+    result = run_with_deadline(
+        workers.shout_and_exit, args=("hello from the child", 0), method=method, timeout=30
+    )
+    assert result.ok
+    assert result.output.count("hello from the child") == 2  # stdout and stderr
+
+
+def test_run_with_deadline_shows_a_child_traceback():
+    result = run_with_deadline(workers.raise_value_error, method="spawn", timeout=30)
+    assert result.exitcode == 1
+    assert "ValueError: raised on purpose" in result.output
+
+
+def test_reap_kills_a_child_that_ignores_sigterm():
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    ready = ctx.Event()
+    proc = ctx.Process(target=workers.ignore_sigterm_and_sleep, args=(ready,))
+    proc.start()
+    assert ready.wait(30)
+    assert reap([proc], timeout=0.2) == [-signal.SIGKILL]
+
+
+def test_reap_skips_processes_never_started():
+    import multiprocessing as mp
+
+    proc = mp.get_context("spawn").Process(target=time.sleep, args=(1,))
+    assert reap([proc], timeout=1) == [None]
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_running_cleans_up_when_the_block_raises(method):
+    import multiprocessing as mp
+
+    ctx = mp.get_context(method)
+    procs = [ctx.Process(target=time.sleep, args=(60,)) for _ in range(2)]
+    with pytest.raises(KeyboardInterrupt), running(procs, timeout=1):
+        raise KeyboardInterrupt
+    assert all(not p.is_alive() for p in procs)
+    assert [p.exitcode for p in procs] == [-signal.SIGTERM] * 2
+
+
+def test_live_children_sees_a_running_child_and_not_after_reap():
+    import multiprocessing as mp
+
+    proc = mp.get_context("spawn").Process(target=time.sleep, args=(60,))
+    proc.start()
+    try:
+        assert proc.pid in [c.pid for c in live_children()]
+    finally:
+        reap([proc], timeout=0)
+    assert proc.pid not in [c.pid for c in live_children()]
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc (Linux)")
+def test_shared_memory_segments_lists_a_shared_tensor_until_it_is_freed():
+    before = shared_memory_segments()
+    tensor = torch.zeros(1024).share_memory_()
+    during = shared_memory_segments()
+    assert len(during) == len(before) + 1
+    assert "torch_" in (set(during) - set(before)).pop()
+    del tensor
+    assert shared_memory_segments() == before
+
+
+@pytest.mark.skipif(not os.path.isdir("/dev/shm"), reason="needs /dev/shm")
+def test_dev_shm_entries_sees_a_file_system_strategy_segment():
+    from multiprocessing import shared_memory
+
+    segment = shared_memory.SharedMemory(create=True, size=4096)
+    try:
+        assert segment.name.lstrip("/") in dev_shm_entries()
+    finally:
+        segment.close()
+        segment.unlink()
+    assert segment.name.lstrip("/") not in dev_shm_entries()
+
+
+def test_run_python_script_runs_in_a_temporary_directory():
+    done = run_python_script("import os; print(os.getcwd())")
+    assert done.returncode == 0
+    assert "tmp-notebook-script-" in done.stdout
+    assert not os.path.exists(done.stdout.strip())
+
+
+def test_run_python_script_times_out():
+    import subprocess
+
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_python_script("import time; time.sleep(60)", timeout=0.5)

@@ -1,0 +1,93 @@
+"""helpers.timing, helpers.plotting and helpers.environment."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import time
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pytest
+import torch
+
+from helpers.environment import cuda_report, environment_report, format_report
+from helpers.plotting import METHOD_COLORS, bar_chart, new_figure
+from helpers.processes import run_python_script
+from helpers.timing import Timing, stopwatch, time_call, torch_timer
+
+
+def test_time_call_repeats_and_takes_the_median():
+    calls = []
+    timing = time_call(lambda: calls.append(time.sleep(0.01)), repeat=3, warmup=2)
+    assert len(calls) == 5 and len(timing.times) == 3
+    assert 0.009 < timing.median < 0.5
+    assert "median" in str(timing)
+
+
+def test_timing_median_and_spread():
+    timing = Timing([3.0, 1.0, 2.0])
+    assert (timing.median, timing.spread) == (2.0, 2.0)
+
+
+def test_time_call_rejects_zero_repeats():
+    with pytest.raises(ValueError):
+        time_call(int, repeat=0)
+
+
+def test_torch_timer_tells_a_big_op_from_a_small_one():
+    small, big = torch.ones(100), torch.ones(2_000_000)
+    assert torch_timer(lambda: big * 2, min_run_time=0.05) > 10 * torch_timer(
+        lambda: small * 2, min_run_time=0.05
+    )
+
+
+def test_stopwatch_measures_the_block():
+    with stopwatch() as sw:
+        time.sleep(0.02)
+    assert 0.015 < sw.seconds < 1
+
+
+def test_new_figure_and_bar_chart_label_every_bar():
+    fig, axes = new_figure("title", xlabel="x", ylabel="y", ncols=2)
+    assert len(axes) == 2 and axes[0].get_xlabel() == "x"
+    bars = bar_chart(axes[0], ["fork", "spawn"], [1.0, 2.0], fmt="{:.0f} ms")
+    assert [t.get_text() for t in axes[0].texts] == ["1 ms", "2 ms"]
+    assert bars[0].get_facecolor()[:3] == matplotlib.colors.to_rgb(METHOD_COLORS["fork"])
+
+
+def test_default_start_method_does_not_fix_the_context():
+    # In a pristine interpreter: reading the default must leave set_start_method usable.
+    done = run_python_script(
+        "import multiprocessing as mp\n"
+        "from helpers.environment import default_start_method\n"
+        "print(default_start_method() == mp.get_all_start_methods()[0])\n"
+        "mp.set_start_method('spawn')\n"
+        "print('set_start_method still works')\n"
+    )
+    assert done.stdout.splitlines() == ["True", "set_start_method still works"], done.stderr
+
+
+def test_environment_report_has_the_facts_a_reader_compares():
+    report = environment_report()
+    assert report["torch"] == torch.__version__
+    assert report["default_start_method"] == mp.get_all_start_methods()[0]
+    assert report["sharing_strategy"] in report["sharing_strategies"]
+    assert report["torch_threads"] == torch.get_num_threads()
+    assert report["parallel_backend"] != "unknown"
+    assert isinstance(report["cuda_devices"], list)
+    assert not torch.cuda.is_initialized()  # the CUDA probe ran elsewhere
+
+
+def test_cuda_report_on_this_build():
+    report = cuda_report()
+    if torch.version.cuda is None:
+        assert report["cuda_devices"] == []
+    else:
+        assert len(report["cuda_devices"]) == torch.cuda.device_count()
+
+
+def test_format_report_aligns_keys_and_joins_lists():
+    text = format_report({"a": 1, "long_key": ["x", "y"], "empty": []})
+    assert text.splitlines() == ["a        : 1", "long_key : x, y", "empty    : none"]
