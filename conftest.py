@@ -8,6 +8,7 @@ import pytest
 
 from helpers.processes import dev_shm_entries, live_children
 
+
 def leftover_children(grace: float = 5.0) -> list[str]:
     """Children (multiprocessing's infrastructure aside) still alive after ``grace`` seconds."""
     deadline = time.monotonic() + grace
