@@ -19,6 +19,17 @@ def leftover_children(grace: float = 5.0) -> list[str]:
         time.sleep(0.1)
 
 
+# pytest-timeout's default (pyproject.toml) suits a unit test; a notebook is one test item made of
+# many cells (each also bounded by nbmake's per-cell timeout), so it gets a whole-notebook limit.
+NOTEBOOK_TIMEOUT = 900
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.nodeid.endswith(".ipynb") or ".ipynb::" in item.nodeid:
+            item.add_marker(pytest.mark.timeout(NOTEBOOK_TIMEOUT))
+
+
 @pytest.fixture(autouse=True)
 def no_leftover_children():
     yield
