@@ -18,8 +18,12 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]' 'torch==$(TORCH_VERSION)'
 	touch $(STAMP)
 
+# Listens on 127.0.0.1 only, with a random token (in the URL it prints). Jupyter refuses to run as
+# root (containers, cloud shells) unless told; we tell it only there.
+ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
+
 lab: $(STAMP)
-	cd notebooks && ../$(PY) -m jupyterlab --ServerApp.ip=127.0.0.1 --no-browser
+	cd notebooks && ../$(PY) -m jupyterlab --ServerApp.ip=127.0.0.1 --no-browser $(ALLOW_ROOT)
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
