@@ -380,7 +380,7 @@ def _fresh_env(extra: dict[str, str | None] | None) -> dict[str, str]:
     return env
 
 
-def _run_fresh(body: str, timeout: float, env: dict[str, str | None] | None = None, **kwargs) -> dict:
+def _run_fresh(body: str, limit: float, env: dict[str, str | None] | None = None, **kwargs) -> dict:
     """Run ``helpers.cuda.<body>(**kwargs)`` in a fresh interpreter (own process group); bounded."""
     code = (
         "import json, sys\n"
@@ -396,12 +396,12 @@ def _run_fresh(body: str, timeout: float, env: dict[str, str | None] | None = No
         start_new_session=True,  # so a timeout can kill its children (spawned consumers) too
     )
     try:
-        stdout, stderr = proc.communicate(timeout=timeout)
+        stdout, stderr = proc.communicate(timeout=limit)
     except subprocess.TimeoutExpired:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         stdout, stderr = proc.communicate()
-        return {"error": f"timed out after {timeout:.0f} s (killed)", "stderr": stderr[-1500:]}
+        return {"error": f"timed out after {limit:.0f} s (killed)", "stderr": stderr[-1500:]}
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)  # nothing of it may outlive the demo
     for line in reversed(stdout.splitlines()):
@@ -421,6 +421,18 @@ def cuda_present(timeout: float = 60.0) -> bool:
     from helpers.environment import cuda_report
 
     return bool(cuda_report(timeout)["cuda_devices"])
+
+
+def _error_line(error: BaseException) -> str:
+    """``Type: first line of the message`` (the message may be empty, e.g. ``queue.Empty``)."""
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0][:300]}" if lines else type(error).__name__
+
+
+def _failure(result: dict) -> str:
+    """What went wrong in a fresh interpreter: its error and the last line of its stderr."""
+    last = [line for line in result.get("stderr", "").splitlines() if line.strip()][-1:]
+    return f"{result.get('error')} ({last[0].strip()[:200]})" if last else str(result.get("error"))
 
 
 def _driver_version() -> str:
@@ -469,7 +481,7 @@ def _child_cuda_op(result_path: str) -> None:
         torch.cuda.synchronize()
         outcome["child_outcome"] = f"ok (sum {float(x.sum()):.0f})"
     except Exception as error:  # noqa: BLE001 (whatever it is, it is the lesson)
-        outcome["child_outcome"] = f"{type(error).__name__}: {str(error).splitlines()[0]}"
+        outcome["child_outcome"] = _error_line(error)
     Path(result_path).write_text(json.dumps(outcome))
 
 
@@ -627,7 +639,7 @@ def _body_broken(timeout: float) -> dict:
         tensor = outbox.get(timeout=timeout)
         result["consumer_outcome"] = f"received {tensor.tolist()}"
     except Exception as error:  # noqa: BLE001 (whatever it is, it is the lesson)
-        result["consumer_outcome"] = f"{type(error).__name__}: {str(error).splitlines()[0][:300]}"
+        result["consumer_outcome"] = _error_line(error)
     return result
 
 
@@ -744,7 +756,7 @@ def format_transcript(info: dict, results: dict) -> str:
             "## (a) The parent creates a CUDA tensor, then forks; the child tries a CUDA op",
             f"parent torch.cuda.is_initialized(): {_yes_no(r.get('parent_initialized'))}",
             f"child _cuda_isInBadFork(): {_yes_no(r.get('child_bad_fork'))}",
-            f"child outcome: {r.get('child_outcome', r.get('error'))}",
+            f"child outcome: {r.get('child_outcome') or _failure(r)}",
             "",
         ]
     if "poison_table" in results:
@@ -757,39 +769,46 @@ def format_transcript(info: dict, results: dict) -> str:
             lines.append(
                 f"{r['call']:<16} {_yes_no(r['nvml_check']):<11} {str(r.get('returned', '-')):<10} "
                 f"{_yes_no(r.get('parent_initialized')):<12} {_yes_no(r.get('child_bad_fork')):<15} "
-                f"{r.get('child_outcome', r.get('error'))}"
+                f"{r.get('child_outcome') or _failure(r)}"
             )
         lines.append("(NVML check: PYTORCH_NVML_BASED_CUDA_CHECK=1 in the parent's environment)")
         lines.append("")
     if "cuda_fixes" in results:
         lines.append("## (c) The fixes")
         for r in results["cuda_fixes"]:
-            outcome = r.get("child_outcome", r.get("error"))
+            outcome = r.get("child_outcome") or _failure(r)
             lines.append(f"{r['fix']:<42} child: {outcome} ({r.get('child_seconds', '?')} s)")
         lines.append("")
     if "cuda_ipc_queue" in results:
         r = results["cuda_ipc_queue"]
-        consumer = r.get("consumer", {})
-        lines += [
-            "## (d) A CUDA tensor through a torch Queue to a spawn child (CUDA IPC)",
-            f"producer sent {r.get('sent')} on cuda; consumer (pid {consumer.get('consumer_pid')}) received "
-            f"{consumer.get('received')} on {consumer.get('device')} and added 1 in place",
-            f"producer now sees: {r.get('producer_sees', r.get('error'))} (same memory, no copy)",
-            "",
-        ]
+        lines.append("## (d) A CUDA tensor through a torch Queue to a spawn child (CUDA IPC)")
+        if "error" in r:
+            lines += [f"failed: {_failure(r)}", ""]
+        else:
+            consumer = r["consumer"]
+            shared = r["producer_sees"] == [x + 1 for x in r["sent"]]
+            verdict = "the consumer's write: same memory, no copy" if shared else "NOT the consumer's write"
+            lines += [
+                f"producer (pid {r['producer_pid']}) sent {r['sent']} on cuda",
+                f"consumer (pid {consumer['consumer_pid']}) received {consumer['received']} on "
+                f"{consumer['device']}, added 1 in place, released it",
+                f"producer now sees {r['producer_sees']}: {verdict}",
+                "",
+            ]
     if "broken_keep_alive" in results:
         r = results["broken_keep_alive"]
         torch_lines = [line for line in r.get("stderr", "").splitlines() if line.strip()][-4:]
         lines += [
             "## (d) The keep-alive rule broken: the producer exits before the consumer gets the tensor",
             f"producer exit code: {r.get('producer_exitcode')}",
-            f"consumer: {r.get('consumer_outcome', r.get('error'))}",
+            f"consumer: {r.get('consumer_outcome') or _failure(r)}",
             *(f"stderr: {line[:200]}" for line in torch_lines),
             "",
         ]
     if "per_process_devices" in results:
         r = results["per_process_devices"]
-        lines.append(f"## (d) One device per process ({r.get('ndevices', r.get('error'))} GPU(s) here)")
+        count = r["ndevices"] if "ndevices" in r else _failure(r)
+        lines.append(f"## (d) One device per process ({count} GPU(s) here)")
         lines += [f"set_device: {row}" for row in r.get("set_device", [])]
         lines += [f"CUDA_VISIBLE_DEVICES: {row}" for row in r.get("visible_devices", [])]
         lines.append("")

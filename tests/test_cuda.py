@@ -137,3 +137,20 @@ def test_gpu_demos_run_and_their_robust_claims_hold():
     print(hc.format_transcript(hc.gpu_info(), results))
     hc.check_gpu_results(results)
     assert "spawn" in mp.get_all_start_methods()
+
+
+def test_a_demo_case_runs_in_a_fresh_interpreter_with_its_environment():
+    # The GPU demos' machinery, exercised on any machine: a fresh interpreter with an environment
+    # variable set, a parent call, a fork child that tries a CUDA op and reports its outcome.
+    env = {"PYTORCH_NVML_BASED_CUDA_CHECK": "1"}
+    row = hc._run_fresh("_body_poison_case", 180, env=env, call="is_available()", timeout=60)
+    assert row["nvml_check"] is True and row["returned"] is HAS_CUDA, row
+    assert row["child_method"] == "fork" and row["child_exitcode"] == 0, row
+    if not HAS_CUDA:
+        assert row["parent_initialized"] is False and not row["child_outcome"].startswith("ok"), row
+
+
+def test_transcript_of_failed_demos_says_why():
+    failed = {"error": "exit code 1", "stderr": "Traceback ...\nRuntimeError: no GPU\n"}
+    text = hc.format_transcript({}, {"cuda_ipc_queue": failed, "per_process_devices": failed})
+    assert text.count("exit code 1 (RuntimeError: no GPU)") == 2
