@@ -24,8 +24,10 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from multiprocessing.process import BaseProcess
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import psutil
+if TYPE_CHECKING:
+    import psutil
 
 __all__ = [
     "ChildResult",
@@ -206,6 +208,8 @@ def live_children(include_infrastructure: bool = False) -> list[psutil.Process]:
     >>> all(child.ppid() > 0 for child in live_children())
     True
     """
+    import psutil  # imported here, so the rest of this module works without it (bare GPU machines)
+
     children = []
     for child in psutil.Process().children(recursive=True):
         with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
