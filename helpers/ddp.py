@@ -57,7 +57,7 @@ __all__ = [
 
 # One configuration for every run (mp.spawn, torchrun, the single-process reference): the same
 # seed, data and steps, so the results can be compared number by number.
-CONFIG = {"epochs": 3, "batch_size": 32, "lr": 0.1, "seed": 0, "n_train": 1536, "hidden": 32}
+CONFIG = {"epochs": 3, "batch_size": 32, "lr": 0.5, "seed": 0, "n_train": 1536, "hidden": 32}
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "train_ddp.py"
 
@@ -96,7 +96,9 @@ def listening_addresses(pid: int | None = None) -> list[str]:
     """
     proc = psutil.Process(pid or os.getpid())
     return sorted(
-        f"{c.laddr.ip}:{c.laddr.port}" for c in proc.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN
+        f"{c.laddr.ip}:{c.laddr.port}"
+        for c in proc.net_connections(kind="inet")
+        if c.status == psutil.CONN_LISTEN
     )
 
 
@@ -129,7 +131,9 @@ def _loopback_interface() -> str | None:
     return None
 
 
-def init_distributed(rank: int, world_size: int, port: int, backend: str = "gloo", timeout: float = 30.0) -> None:
+def init_distributed(
+    rank: int, world_size: int, port: int, backend: str = "gloo", timeout: float = 30.0
+) -> None:
     """``init_process_group`` with a rendezvous that listens on 127.0.0.1:``port`` only.
 
     Rank 0 binds the socket itself and hands it to the ``TCPStore`` server; the other ranks connect
@@ -194,7 +198,9 @@ def make_model(seed: int = 0, hidden: int = CONFIG["hidden"]):
     return model
 
 
-def train_loop(model, X, y, sampler, batch_size: int, epochs: int, lr: float, progress=None, device="cpu") -> dict:
+def train_loop(
+    model, X, y, sampler, batch_size: int, epochs: int, lr: float, progress=None, device="cpu"
+) -> dict:
     """Plain SGD over the batches that ``sampler`` picks, calling ``sampler.set_epoch`` each epoch.
 
     Works the same for a bare model (one process) and a DDP-wrapped one (a rank). Returns the
@@ -271,8 +277,12 @@ def train_ddp(rank: int, world_size: int, config: dict, device, progress=None) -
     before = _param_sum(model)
     ddp = DDP(model, device_ids=[device.index] if device.type == "cuda" else None)
     after = _param_sum(model)  # rank 0's weights, broadcast by the constructor
-    sampler = DistributedSampler(range(len(X)), num_replicas=world_size, rank=rank, shuffle=True, seed=config["seed"])
-    history = train_loop(ddp, X, y, sampler, config["batch_size"], config["epochs"], config["lr"], progress, device)
+    sampler = DistributedSampler(
+        range(len(X)), num_replicas=world_size, rank=rank, shuffle=True, seed=config["seed"]
+    )
+    history = train_loop(
+        ddp, X, y, sampler, config["batch_size"], config["epochs"], config["lr"], progress, device
+    )
     with torch.no_grad():
         accuracy = (ddp(X_test.to(device)).argmax(1).cpu() == y_test).float().mean().item()
     info = {"param_sum_before": before, "param_sum_after": after, "test_accuracy": accuracy, **history}
@@ -335,7 +345,11 @@ def _no_sync_accumulation(rank: int, config: dict, device, micro_batches: int = 
         grads[mode] = torch.cat([p.grad.flatten().cpu() for p in ddp.parameters()])
         calls[mode] = counter["calls"]
     a, b = grads.values()
-    return {"allreduce_calls": calls, "grad_difference": (a - b).abs().max().item(), "micro_batches": micro_batches}
+    return {
+        "allreduce_calls": calls,
+        "grad_difference": (a - b).abs().max().item(),
+        "micro_batches": micro_batches,
+    }
 
 
 def _checkpoint(rank: int, ddp, path: str, device) -> dict:
@@ -408,7 +422,9 @@ def lesson_worker(rank: int, world_size: int, port: int, out_dir: str, config: d
 _RUNS: dict = {}
 
 
-def run_lesson(world_size: int = 2, config: dict | None = None, timeout: float = 120.0, cache: bool = True) -> dict:
+def run_lesson(
+    world_size: int = 2, config: dict | None = None, timeout: float = 120.0, cache: bool = True
+) -> dict:
     """Launch :func:`lesson_worker` on ``world_size`` ranks with ``torch.multiprocessing`` (spawn).
 
     Returns ``{"ranks": [result of rank 0, ...], "seconds": wall time, "port": port}``; results are
@@ -429,7 +445,9 @@ def run_lesson(world_size: int = 2, config: dict | None = None, timeout: float =
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="tmp-ddp-") as out_dir:
         start = time.time()
-        spawn_with_deadline(lesson_worker, args=(world_size, port, out_dir, cfg), nprocs=world_size, timeout=timeout)
+        spawn_with_deadline(
+            lesson_worker, args=(world_size, port, out_dir, cfg), nprocs=world_size, timeout=timeout
+        )
         seconds = time.time() - start
         ranks = [torch.load(Path(out_dir) / f"rank{r}.pt", weights_only=True) for r in range(world_size)]
     run = {"ranks": ranks, "seconds": seconds, "port": port, "launched": start, "config": cfg}
@@ -441,19 +459,22 @@ def run_lesson(world_size: int = 2, config: dict | None = None, timeout: float =
 
 
 def fail_on_rank(rank: int, world_size: int, port: int, failing_rank: int) -> None:
-    """Join the group; ``failing_rank`` raises, the others block in an ``all_reduce`` that waits for it.
+    """``failing_rank`` raises before it joins the group; the others wait for it at the rendezvous.
 
-    torch's launcher sees the exception, terminates the blocked ranks and re-raises in the parent.
+    They would wait until the group's timeout (60 s here); torch's launcher sees the exception
+    first, terminates them and re-raises it in the parent. (A rank that dies *after* joining makes
+    the others fail too, with a gloo "Connection reset by peer"; which of those errors the launcher
+    reports first is then a race.)
     """
     import torch
     import torch.distributed as dist
 
     torch.set_num_threads(1)
+    if rank == failing_rank:
+        raise RuntimeError(f"rank {rank} failed on purpose (say, a bad configuration)")
     init_distributed(rank, world_size, port, "gloo", timeout=60.0)
     try:
-        if rank == failing_rank:
-            raise RuntimeError(f"rank {rank} failed on purpose (say, a bad batch)")
-        dist.all_reduce(torch.ones(1))  # waits for a rank that will never come
+        dist.all_reduce(torch.ones(1))
     finally:
         dist.destroy_process_group()
 
@@ -515,16 +536,32 @@ def run_torchrun(nproc: int = 2, timeout: float = 120.0) -> dict:
     import torch
 
     port = free_port()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(SCRIPT.parent.parent), os.environ.get("PYTHONPATH")]))}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(
+            filter(None, [str(SCRIPT.parent.parent), os.environ.get("PYTHONPATH")])
+        ),
+    }
     with tempfile.TemporaryDirectory(prefix="tmp-torchrun-") as out_dir:
         start = time.time()
         done = subprocess.run(
-            torchrun_command(nproc, port, out_dir), capture_output=True, text=True, timeout=timeout, env=env, cwd=out_dir
+            torchrun_command(nproc, port, out_dir),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+            cwd=out_dir,
         )
         seconds = time.time() - start
         result_file = Path(out_dir) / "result.pt"
         result = torch.load(result_file, weights_only=True) if result_file.exists() else {}
-    return {**result, "returncode": done.returncode, "output": done.stdout + done.stderr, "seconds": seconds, "port": port}
+    return {
+        **result,
+        "returncode": done.returncode,
+        "output": done.stdout + done.stderr,
+        "seconds": seconds,
+        "port": port,
+    }
 
 
 def plot_training(run: dict, axes=None):
@@ -537,7 +574,12 @@ def plot_training(run: dict, axes=None):
     for r in run["ranks"]:
         training = r["training"]
         loss_ax.plot(training["losses"], label=f"rank {r['rank']}", alpha=0.8)
-        rate_ax.plot(range(1, len(training["samples_per_s"]) + 1), training["samples_per_s"], "o-", label=f"rank {r['rank']}")
+        rate_ax.plot(
+            range(1, len(training["samples_per_s"]) + 1),
+            training["samples_per_s"],
+            "o-",
+            label=f"rank {r['rank']}",
+        )
     loss_ax.set(title="local loss per step", xlabel="step", ylabel="cross-entropy")
     rate_ax.set(title="throughput per rank", xlabel="epoch", ylabel="samples/s")
     rate_ax.set_ylim(bottom=0)
