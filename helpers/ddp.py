@@ -57,7 +57,16 @@ __all__ = [
 
 # One configuration for every run (mp.spawn, torchrun, the single-process reference): the same
 # seed, data and steps, so the results can be compared number by number.
-CONFIG = {"epochs": 3, "batch_size": 32, "lr": 0.5, "seed": 0, "n_train": 1536, "hidden": 32}
+# backend "gloo" keeps the lesson the same on every machine; "auto" picks with choose_backend.
+CONFIG = {
+    "epochs": 3,
+    "batch_size": 32,
+    "lr": 0.5,
+    "seed": 0,
+    "n_train": 1536,
+    "hidden": 32,
+    "backend": "gloo",
+}
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "train_ddp.py"
 
@@ -236,22 +245,30 @@ def train_loop(
     return {"losses": losses, "samples_per_s": rates}
 
 
-def train_single(batch_size: int, config: dict | None = None) -> dict:
+def train_single(batch_size: int, config: dict | None = None, threads: int = 1) -> dict:
     """The reference: one process, no process group, batch ``batch_size``, same data order.
 
+    Runs with ``threads`` torch threads (restored afterwards): ops this small only get slower with
+    more threads, badly so on a busy machine.
     Returns ``{"state": state_dict, "losses": [...], "samples_per_s": [...]}``.
 
     >>> run = train_single(64, {**CONFIG, "epochs": 1})
     >>> len(run["losses"])
     24
     """
+    import torch
     from torch.utils.data.distributed import DistributedSampler
 
     cfg = {**CONFIG, **(config or {})}
     X, y, _, _ = digits_data(cfg["n_train"])
     model = make_model(cfg["seed"], cfg["hidden"])
     sampler = DistributedSampler(range(len(X)), num_replicas=1, rank=0, shuffle=True, seed=cfg["seed"])
-    history = train_loop(model, X, y, sampler, batch_size, cfg["epochs"], cfg["lr"])
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        history = train_loop(model, X, y, sampler, batch_size, cfg["epochs"], cfg["lr"])
+    finally:
+        torch.set_num_threads(before)
     return {"state": {k: v.detach().clone() for k, v in model.state_dict().items()}, **history}
 
 
@@ -396,7 +413,8 @@ def lesson_worker(rank: int, world_size: int, port: int, out_dir: str, config: d
     import torch.distributed as dist
 
     started = time.time()
-    backend = config.get("backend") or choose_backend(world_size)
+    backend = config.get("backend", "auto")
+    backend = choose_backend(world_size) if backend == "auto" else backend
     if backend == "nccl":
         torch.cuda.set_device(rank)  # one process per GPU: rank r owns cuda:r
         device = torch.device("cuda", rank)
@@ -503,7 +521,7 @@ def max_param_difference(a: dict, b: dict) -> float:
     return max((a[k].float() - b[k].float()).abs().max().item() for k in a)
 
 
-def torchrun_command(nproc: int, port: int, out_dir: str) -> list[str]:
+def torchrun_command(nproc: int, port: int, out_dir: str, backend: str = CONFIG["backend"]) -> list[str]:
     """The ``torchrun`` command line for ``scripts/train_ddp.py``, rendezvous on 127.0.0.1:``port``.
 
     ``--standalone`` would pick ``localhost:0`` itself; we name the endpoint instead (single node,
@@ -525,10 +543,12 @@ def torchrun_command(nproc: int, port: int, out_dir: str) -> list[str]:
         str(SCRIPT),
         "--out",
         out_dir,
+        "--backend",
+        backend,
     ]
 
 
-def run_torchrun(nproc: int = 2, timeout: float = 120.0) -> dict:
+def run_torchrun(nproc: int = 2, timeout: float = 120.0, backend: str = CONFIG["backend"]) -> dict:
     """Run ``scripts/train_ddp.py`` under torchrun in a subprocess (bounded); read its result back.
 
     Returns ``{"state": ..., "env": {...}, "returncode": int, "output": str, "seconds": float}``.
@@ -545,7 +565,7 @@ def run_torchrun(nproc: int = 2, timeout: float = 120.0) -> dict:
     with tempfile.TemporaryDirectory(prefix="tmp-torchrun-") as out_dir:
         start = time.time()
         done = subprocess.run(
-            torchrun_command(nproc, port, out_dir),
+            torchrun_command(nproc, port, out_dir, backend),
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -583,6 +603,7 @@ def plot_training(run: dict, axes=None):
     loss_ax.set(title="local loss per step", xlabel="step", ylabel="cross-entropy")
     rate_ax.set(title="throughput per rank", xlabel="epoch", ylabel="samples/s")
     rate_ax.set_ylim(bottom=0)
+    rate_ax.xaxis.get_major_locator().set_params(integer=True)
     loss_ax.legend()
     rate_ax.legend()
     return axes
