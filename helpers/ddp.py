@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -551,6 +552,8 @@ def torchrun_command(nproc: int, port: int, out_dir: str, backend: str = CONFIG[
 def run_torchrun(nproc: int = 2, timeout: float = 120.0, backend: str = CONFIG["backend"]) -> dict:
     """Run ``scripts/train_ddp.py`` under torchrun in a subprocess (bounded); read its result back.
 
+    Past ``timeout`` the agent and its workers are killed and ``subprocess.TimeoutExpired`` raised.
+
     Returns ``{"state": ..., "env": {...}, "returncode": int, "output": str, "seconds": float}``.
     """
     import torch
@@ -564,21 +567,31 @@ def run_torchrun(nproc: int = 2, timeout: float = 120.0, backend: str = CONFIG["
     }
     with tempfile.TemporaryDirectory(prefix="tmp-torchrun-") as out_dir:
         start = time.time()
-        done = subprocess.run(
+        # A session of its own, so that on a timeout (or an interrupt) the whole group goes: the
+        # torchrun agent and the workers it started.
+        proc = subprocess.Popen(
             torchrun_command(nproc, port, out_dir, backend),
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
             text=True,
-            timeout=timeout,
             env=env,
             cwd=out_dir,
+            start_new_session=True,
         )
+        try:
+            output, _ = proc.communicate(timeout=timeout)
+        except BaseException:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            raise
         seconds = time.time() - start
         result_file = Path(out_dir) / "result.pt"
         result = torch.load(result_file, weights_only=True) if result_file.exists() else {}
     return {
         **result,
-        "returncode": done.returncode,
-        "output": done.stdout + done.stderr,
+        "returncode": proc.returncode,
+        "output": output,
         "seconds": seconds,
         "port": port,
     }

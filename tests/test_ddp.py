@@ -148,3 +148,11 @@ def test_plot_world_size_widget_callback():
     )
     with pytest.raises(ValueError, match="1, 2 or 3"):
         ddp.plot_world_size(4)
+
+
+def test_torchrun_past_its_timeout_is_killed_with_its_workers():
+    import subprocess
+
+    with pytest.raises(subprocess.TimeoutExpired):
+        ddp.run_torchrun(2, timeout=2)
+    assert live_children() == []
