@@ -147,7 +147,8 @@ def init_distributed(
     """``init_process_group`` with a rendezvous that listens on 127.0.0.1:``port`` only.
 
     Rank 0 binds the socket itself and hands it to the ``TCPStore`` server; the other ranks connect
-    to it. gloo is told to use the loopback interface. After ``timeout`` seconds a missing rank
+    to it. gloo is told to use the loopback interface (``GLOO_SOCKET_IFNAME`` is set in this
+    process's environment unless already set). After ``timeout`` seconds a missing rank
     makes the others fail (``DistStoreError``) instead of waiting forever. Pair it with
     ``torch.distributed.destroy_process_group()`` in a ``finally``.
 

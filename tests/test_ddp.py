@@ -137,7 +137,8 @@ def test_torchrun_script_reaches_the_same_parameters():
 
 def test_torchrun_command_names_a_loopback_endpoint():
     command = ddp.torchrun_command(2, 12345, "/tmp/out")
-    assert "--rdzv-endpoint=127.0.0.1:12345" in command and command[-2:] == ["--out", "/tmp/out"]
+    assert "--rdzv-endpoint=127.0.0.1:12345" in command
+    assert command[-4:] == ["--out", "/tmp/out", "--backend", ddp.CONFIG["backend"]]
 
 
 def test_plot_world_size_widget_callback():
