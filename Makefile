@@ -46,5 +46,10 @@ e2e: $(STAMP)
 notebooks: $(STAMP)
 	$(PY) -m pytest notebooks --nbmake --nbmake-timeout=$(CELL_TIMEOUT)
 
+# A static site of the series: executes every notebook (temp copies, per-cell timeout) and renders an
+# index page plus one HTML page per notebook, plots embedded, into _site/ (gitignored).
+html: $(STAMP)
+	PYTHONPATH=$(CURDIR) $(PY) scripts/build_site.py --out _site --timeout $(CELL_TIMEOUT)
+
 clean:
-	rm -rf $(VENV) *.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) *.egg-info .pytest_cache .ruff_cache _site
