@@ -42,8 +42,8 @@ class Page:
 def discover_notebooks(folder: Path) -> list[Path]:
     """The series' notebooks in reading order: ``NN_topic.ipynb`` in ``folder``.
 
-    >>> [p.name for p in discover_notebooks(ROOT / "notebooks")][:1]
-    ['01_start_methods.ipynb']
+    >>> all(p.name[:2].isdigit() and p.suffix == ".ipynb" for p in discover_notebooks(ROOT / "notebooks"))
+    True
     """
     return sorted(Path(folder).glob("[0-9][0-9]_*.ipynb"))
 
@@ -52,15 +52,23 @@ def notebook_title(nb) -> tuple[str, str]:
     """The title (the first cell's ``# `` heading) and the line after it, from a notebook node.
 
     >>> import nbformat
-    >>> nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# 01 · Start\\n\\nFork it.")])
-    >>> notebook_title(nb)
-    ('01 · Start', 'Fork it.')
+    >>> cell = nbformat.v4.new_markdown_cell("# 01 · Start\\n\\nFork it,\\nthen spawn.\\n\\n- **Needs:** CPU")
+    >>> notebook_title(nbformat.v4.new_notebook(cells=[cell]))
+    ('01 · Start', 'Fork it, then spawn.')
     """
     first = nb.cells[0].source if nb.cells and nb.cells[0].cell_type == "markdown" else ""
-    lines = [line.strip() for line in first.splitlines() if line.strip()]
-    title = lines[0].lstrip("# ").strip() if lines and lines[0].startswith("#") else ""
-    summary = lines[1] if len(lines) > 1 and not lines[1].startswith(("-", "*", "#")) else ""
-    return title, summary
+    lines = [line.strip() for line in first.strip().splitlines()]
+    if not lines or not lines[0].startswith("#"):
+        return "", ""
+    paragraph = []  # the first paragraph after the title, unless it is a list or a heading
+    for line in lines[1:]:
+        if not line and paragraph:
+            break
+        if line.startswith(("- ", "* ", "#")):
+            break
+        if line:
+            paragraph.append(line)
+    return lines[0].lstrip("#").strip(), " ".join(paragraph)
 
 
 def _execute(nb, workdir: Path, timeout: int) -> str | None:

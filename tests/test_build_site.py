@@ -3,6 +3,7 @@ real notebooks are rendered without executing them (they run under nbmake and in
 
 from __future__ import annotations
 
+import doctest
 import importlib.util
 import re
 import sys
@@ -89,6 +90,10 @@ def test_a_failing_notebook_is_marked_and_fails_the_build(fixture_notebook, tmp_
     assert code == 1
     index = (tmp_path / "site" / "index.html").read_text()
     assert "failed" in index and "broken on purpose" in index
+
+
+def test_the_docstring_examples_run():
+    assert doctest.testmod(build_site).failed == 0
 
 
 def test_the_real_notebooks_each_get_a_page_and_an_index_entry(tmp_path):
