@@ -78,12 +78,13 @@ def _code(path: Path) -> str:
     return "\n".join(c.source for c in nb.cells if c.cell_type == "code")
 
 
-def _wait_for_state(page, predicate, timeout: float, what: str) -> dict:
-    deadline = time.monotonic() + timeout
-    state = None
+def _wait_for_state(page, predicate, timeout: float, what: str, polls: int = 1) -> dict:
+    """The notebook's state once ``predicate`` held for ``polls`` polls in a row (0.5 s apart)."""
+    deadline, held, state = time.monotonic() + timeout, 0, None
     while time.monotonic() < deadline:
         state = page.evaluate(STATE_JS)
-        if state is not None and predicate(state):
+        held = held + 1 if state is not None and predicate(state) else 0
+        if held >= polls:
             return state
         time.sleep(0.5)
     raise TimeoutError(f"{what}: not reached within {timeout:.0f} s; last state: {_summary(state)}")
@@ -137,10 +138,11 @@ def _move_a_control(page) -> str | None:
         if run_button.count():  # interact_manual: the output changes on the button only
             run_button.first.click()
         box.scroll_into_view_if_needed()
-        deadline = time.monotonic() + WIDGET_TIMEOUT
+        deadline, settled = time.monotonic() + WIDGET_TIMEOUT, 0
         while time.monotonic() < deadline:
-            state = page.evaluate(STATE_JS)
-            if output.inner_html() != before and state["kernel"] == "idle":
+            done = output.inner_html() != before and page.evaluate(STATE_JS)["kernel"] == "idle"
+            settled = settled + 1 if done else 0
+            if settled >= 3:  # changed, and the kernel idle for three polls in a row: the callback ended
                 return moved
             time.sleep(0.5)
         raise AssertionError(
@@ -155,8 +157,13 @@ def browser():
     leak check after each test sees no process left."""
     if not Path(CHROMIUM).exists():
         pytest.fail(INSTALL_HINT.format(path=CHROMIUM), pytrace=False)
-    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (a dev dependency)")
-    with sync_api.sync_playwright() as playwright:
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:  # a failure, not a skip: a skip would hide a broken CI set-up
+        pytest.fail(
+            "the browser test needs Playwright: `make setup` or `pip install -e '.[dev]'`", pytrace=False
+        )
+    with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         try:
             yield browser
@@ -184,7 +191,7 @@ def test_notebook_runs_in_jupyterlab(path, browser, tmp_path, screenshot_dir, e2
                 30,
                 "Run All started",
             )
-            state = _wait_for_state(page, _finished, RUN_TIMEOUT, "Run All finished")
+            state = _wait_for_state(page, _finished, RUN_TIMEOUT, "Run All finished", polls=3)
             seconds = time.monotonic() - started
             page.wait_for_timeout(1000)  # let widget views and images attach
             page.screenshot(path=str(screenshot_dir / f"{path.stem}.png"))
