@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # Per-cell limit for nbmake: a stuck cell fails the run instead of hanging it.
 CELL_TIMEOUT ?= 180
 
-.PHONY: setup lab test lint unit notebooks clean
+.PHONY: setup lab test lint unit notebooks e2e html clean
 
 setup: $(STAMP)
 
@@ -29,8 +29,9 @@ lint: $(STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 
-# Unit tests, the docstring examples in helpers/, and every notebook under nbmake, in one pytest
-# session so its leak checks (child processes, /dev/shm) see everything. The repository must be
+# Unit tests, the docstring examples in helpers/, every notebook under nbmake, and every notebook
+# run in JupyterLab in headless Chromium (tests/e2e, marker `browser`), in one pytest session so its
+# leak checks (child processes, /dev/shm) see everything. The repository must be
 # as clean afterwards as before.
 test: lint
 	@git status --porcelain > $(VENV)/status-before 2>/dev/null || true
@@ -39,10 +40,20 @@ test: lint
 	@diff $(VENV)/status-before $(VENV)/status-after || (echo "The test run changed the repository (above)."; exit 1)
 
 unit: $(STAMP)
-	$(PY) -m pytest tests helpers --doctest-modules
+	$(PY) -m pytest tests helpers --doctest-modules -m "not browser"
+
+# Only the browser test: every notebook run through JupyterLab's UI in Debian's Chromium
+# (`apt-get install chromium`; .ci/run installs it). Screenshots land in a temp dir it prints.
+e2e: $(STAMP)
+	$(PY) -m pytest tests/e2e -m browser
 
 notebooks: $(STAMP)
 	$(PY) -m pytest notebooks --nbmake --nbmake-timeout=$(CELL_TIMEOUT)
 
+# A static site of the series: executes every notebook (temp copies, per-cell timeout) and renders an
+# index page plus one HTML page per notebook, plots embedded, into _site/ (gitignored).
+html: $(STAMP)
+	PYTHONPATH=$(CURDIR) $(PY) scripts/build_site.py --out _site --timeout $(CELL_TIMEOUT)
+
 clean:
-	rm -rf $(VENV) *.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) *.egg-info .pytest_cache .ruff_cache _site
