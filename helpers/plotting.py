@@ -37,17 +37,21 @@ METHOD_COLORS = {
 def new_figure(title: str, xlabel: str = "", ylabel: str = "", ncols: int = 1):
     """A figure in the series style with ``ncols`` axes side by side; returns ``(fig, ax_or_axes)``.
 
+    The style is applied to this figure only, never through ``plt.style.context``: leaving that
+    context restores every rcParam, which stops Jupyter's inline backend from showing later figures.
+
     >>> fig, (left, right) = new_figure("two panels", ncols=2)
     """
-    with plt.style.context(STYLE):
-        width, height = STYLE["figure.figsize"]
-        fig, axes = plt.subplots(1, ncols, figsize=(width * (1 if ncols == 1 else 0.75 * ncols), height))
-        for ax in axes if ncols > 1 else [axes]:
-            ax.grid(True, alpha=STYLE["grid.alpha"])
-            ax.spines[["top", "right"]].set_visible(False)
-            ax.set_xlabel(xlabel)
-            ax.set_ylabel(ylabel)
-    fig.suptitle(title, fontweight="bold")
+    width, height = STYLE["figure.figsize"]
+    if ncols > 1:
+        width *= 0.75 * ncols
+    fig, axes = plt.subplots(1, ncols, figsize=(width, height), dpi=STYLE["figure.dpi"])
+    for ax in axes if ncols > 1 else [axes]:
+        ax.grid(True, alpha=STYLE["grid.alpha"])
+        ax.spines[["top", "right"]].set_visible(False)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+    fig.suptitle(title, fontweight=STYLE["axes.titleweight"])
     return fig, axes
 
 

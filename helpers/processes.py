@@ -89,8 +89,9 @@ def reap(processes: Sequence[BaseProcess], timeout: float = 5.0) -> list[int | N
 def running(processes: Sequence[BaseProcess], timeout: float = 30.0) -> Iterator[list[BaseProcess]]:
     """Start ``processes``; on leaving the block, reap them (also on error or KeyboardInterrupt).
 
-    ``timeout`` bounds the whole block plus the final join: children still alive then are
-    terminated. Use it around producer/consumer code so a bug cannot leave workers behind.
+    On a normal exit the children get what is left of ``timeout`` (counted from the start of the
+    block) to finish, then are terminated; on an exception they are terminated at once. Use it
+    around producer/consumer code so a bug cannot leave workers behind.
 
     >>> import multiprocessing as mp
     >>> ctx = mp.get_context("spawn")
@@ -105,8 +106,10 @@ def running(processes: Sequence[BaseProcess], timeout: float = 30.0) -> Iterator
         for p in processes:
             p.start()
         yield list(processes)
-    finally:
-        reap(processes, timeout=max(0.0, deadline - time.monotonic()))
+    except BaseException:
+        reap(processes, timeout=0)  # the block failed or was interrupted: stop the workers now
+        raise
+    reap(processes, timeout=max(0.0, deadline - time.monotonic()))
 
 
 @contextlib.contextmanager

@@ -91,3 +91,16 @@ def test_cuda_report_on_this_build():
 def test_format_report_aligns_keys_and_joins_lists():
     text = format_report({"a": 1, "long_key": ["x", "y"], "empty": []})
     assert text.splitlines() == ["a        : 1", "long_key : x, y", "empty    : none"]
+
+
+def test_every_new_figure_is_displayed_in_a_notebook_kernel():
+    # Regression: a style context around figure creation stopped the inline backend from showing
+    # every figure after the first.
+    import nbclient
+    import nbformat
+
+    cells = ["from helpers.plotting import new_figure"] + [f"new_figure('{t}')" for t in "abc"]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+    images = [any("image/png" in o.get("data", {}) for o in c.outputs) for c in nb.cells[1:]]
+    assert images == [True, True, True]
