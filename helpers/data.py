@@ -1,0 +1,420 @@
+"""Datasets and measurements for notebook 07 (DataLoader workers).
+
+Every Dataset here is a top-level class in an importable module: a ``spawn`` or ``forkserver``
+DataLoader worker unpickles the dataset, which means importing its class by module and name.
+Every function that creates worker processes passes ``multiprocessing_context=`` explicitly and
+leaves no worker behind (the iterator is exhausted or deleted before it returns).
+
+Example::
+
+    >>> from torch.utils.data import DataLoader
+    >>> from helpers.data import SlowSquares
+    >>> loader = DataLoader(SlowSquares(4, work=10), batch_size=2, num_workers=0)
+    >>> [batch.tolist() for batch in loader]
+    [[0, 1], [4, 9]]
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import random
+import time
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset, IterableDataset, get_worker_info
+
+from helpers.processes import live_children
+
+__all__ = [
+    "FAST_METHOD",
+    "SlowSquares",
+    "WhoLoadedMe",
+    "Numbers",
+    "ShardedNumbers",
+    "RandomDraws",
+    "seed_worker",
+    "draws",
+    "SlowStart",
+    "CountingDataset",
+    "Records",
+    "measure_throughput",
+    "explore_loader",
+    "collect",
+    "epoch_start_latencies",
+    "prefetched_items",
+    "first_batch_or_error",
+    "worker_memory",
+]
+
+# The cheapest start method here for workers that need nothing special: fork where the platform
+# has it (milliseconds to start), else spawn. Passed explicitly, so results do not depend on the
+# platform's default start method.
+FAST_METHOD = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
+
+
+class SlowSquares(Dataset):
+    """Item ``i`` is ``i * i``, after ``work`` iterations of pure-Python busy work (a CPU-bound transform)
+    and an optional ``delay`` in seconds of sleep (waiting on I/O).
+
+    Pure Python holds the GIL, so threads could not speed this up; worker processes can.
+
+    >>> SlowSquares(3, work=10)[2]
+    tensor(4)
+    """
+
+    def __init__(self, n: int, work: int = 20_000, delay: float = 0.0):
+        if n < 0 or work < 0 or delay < 0:
+            raise ValueError(f"n, work and delay must be >= 0, got n={n}, work={work}, delay={delay}")
+        self.n, self.work, self.delay = n, work, delay
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> torch.Tensor:
+        time.sleep(self.delay)  # stands in for a slow disk or network read (0 by default)
+        acc = 0
+        for k in range(self.work):  # stands in for decoding, augmenting, tokenizing...
+            acc = (acc + k * k) % 1_000_003
+        return torch.tensor(i * i + 0 * acc)
+
+
+class WhoLoadedMe(Dataset):
+    """Item ``i`` says which worker produced it: ``(i, worker id, num_workers, pid)``.
+
+    The worker id is -1 in the main process (no workers).
+
+    >>> WhoLoadedMe(2)[1][:3]
+    (1, -1, 0)
+    """
+
+    def __init__(self, n: int):
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> tuple:
+        info = get_worker_info()  # None in the main process
+        if info is None:
+            return (i, -1, 0, os.getpid())
+        return (i, info.id, info.num_workers, os.getpid())
+
+
+class Numbers(IterableDataset):
+    """The numbers ``0..n-1``, with no sharding: every worker gets a copy and yields them all.
+
+    >>> list(Numbers(3))
+    [0, 1, 2]
+    """
+
+    def __init__(self, n: int):
+        self.n = n
+
+    def __iter__(self):
+        return iter(range(self.n))
+
+
+class ShardedNumbers(Numbers):
+    """The numbers ``0..n-1``, split between workers with ``get_worker_info()``: each yielded once.
+
+    Worker ``k`` of ``W`` takes ``k, k+W, k+2W, ...``.
+
+    >>> list(ShardedNumbers(3))  # in the main process there is no worker info: all of them
+    [0, 1, 2]
+    """
+
+    def __iter__(self):
+        info = get_worker_info()
+        if info is None:
+            return iter(range(self.n))
+        return iter(range(info.id, self.n, info.num_workers))
+
+
+class RandomDraws(Dataset):
+    """Item ``i`` is one draw from each global RNG: ``(numpy, random, torch)``.
+
+    Before PyTorch 1.9 every forked worker inherited the same NumPy RNG state and drew the same
+    "random" numbers; today each worker's NumPy, ``random`` and torch RNGs are seeded differently.
+
+    >>> len(RandomDraws(2)[0])
+    3
+    """
+
+    def __init__(self, n: int):
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> tuple[int, int, int]:
+        return (
+            int(np.random.randint(0, 2**31 - 1)),
+            random.randrange(2**31 - 1),
+            int(torch.randint(0, 2**31 - 1, ()).item()),
+        )
+
+
+def seed_worker(worker_id: int) -> None:
+    """``worker_init_fn`` from PyTorch's reproducibility notes: seed NumPy and ``random`` from torch's
+    per-worker seed. PyTorch >= 1.9 already does this; keep it for other RNGs you add in the same way.
+
+    >>> seed_worker(0)
+    """
+    seed = torch.initial_seed() % 2**32
+    np.random.seed(seed)
+    random.seed(seed)
+
+
+def collect(loader: DataLoader) -> list:
+    """Iterate ``loader`` to the end and return the items, unbatched (each row of each batch).
+
+    Iterating to the end shuts non-persistent workers down, so nothing is left behind.
+
+    >>> collect(DataLoader(Numbers(3), batch_size=2))
+    [0, 1, 2]
+    """
+    items = []
+    for batch in loader:
+        if isinstance(batch, (list, tuple)):  # a tuple item is collated into a list of columns
+            items.extend(zip(*[column.tolist() for column in batch], strict=True))
+        else:
+            items.extend(batch.tolist())
+    return items
+
+
+def draws(
+    n: int = 32,
+    num_workers: int = 2,
+    seed: int | None = 0,
+    method: str = FAST_METHOD,
+    worker_init_fn=None,
+) -> list[tuple[int, int, int]]:
+    """Draw ``n`` items of :class:`RandomDraws` through a shuffling DataLoader.
+
+    ``seed`` seeds the loader's ``generator``, which picks both the shuffle order and every worker's
+    base seed; ``None`` leaves both to chance. With ``num_workers=0`` the draws come from this
+    process's global RNGs, which the generator does not seed.
+
+    >>> len(draws(4, num_workers=0, seed=1))
+    4
+    """
+    generator = None if seed is None else torch.Generator().manual_seed(seed)
+    loader = DataLoader(
+        RandomDraws(n),
+        batch_size=4,
+        shuffle=True,
+        num_workers=num_workers,
+        generator=generator,
+        worker_init_fn=worker_init_fn,
+        multiprocessing_context=method if num_workers else None,
+    )
+    return collect(loader)
+
+
+def measure_throughput(
+    num_workers: int,
+    n: int = 256,
+    batch_size: int = 16,
+    work: int = 20_000,
+    method: str = FAST_METHOD,
+) -> float:
+    """Samples per second for one full epoch of :class:`SlowSquares`, worker start-up included.
+
+    >>> measure_throughput(0, n=8, batch_size=4, work=10) > 0
+    True
+    """
+    if num_workers < 0 or batch_size < 1:
+        raise ValueError(f"need num_workers >= 0 and batch_size >= 1, got {num_workers}, {batch_size}")
+    loader = DataLoader(
+        SlowSquares(n, work),
+        batch_size=batch_size,
+        num_workers=num_workers,
+        multiprocessing_context=method if num_workers else None,
+    )
+    start = time.perf_counter()
+    count = sum(len(batch) for batch in loader)
+    return count / (time.perf_counter() - start)
+
+
+def explore_loader(num_workers: int = 2, batch_size: int = 16) -> float:
+    """Widget callback of notebook 07: measure and print the throughput for one setting.
+
+    >>> import contextlib, io
+    >>> with contextlib.redirect_stdout(io.StringIO()) as printed:
+    ...     rate = explore_loader(0, 16)
+    >>> rate > 0, printed.getvalue().startswith("0 workers, batch 16:")
+    (True, True)
+    """
+    rate = measure_throughput(num_workers, n=128, batch_size=batch_size)
+    print(f"{num_workers} workers, batch {batch_size}: {rate:,.0f} samples/s")
+    return rate
+
+
+class SlowStart(Dataset):
+    """A tiny dataset whose module (this one) imports torch: what a worker pays to start is the point.
+
+    >>> len(SlowStart())
+    4
+    """
+
+    def __len__(self) -> int:
+        return 4
+
+    def __getitem__(self, i: int) -> int:
+        return i
+
+
+def epoch_start_latencies(
+    persistent: bool, epochs: int = 3, num_workers: int = 1, method: str = "spawn"
+) -> list[float]:
+    """Seconds from ``iter(loader)`` to the first batch, for each of ``epochs`` epochs.
+
+    Without ``persistent_workers`` every epoch starts its workers afresh; with it, only the first.
+    The workers are shut down before this returns (the loader is dropped).
+
+    >>> len(epoch_start_latencies(False, epochs=2, num_workers=0))
+    2
+    """
+    loader = DataLoader(
+        SlowStart(),
+        batch_size=2,
+        num_workers=num_workers,
+        persistent_workers=persistent and num_workers > 0,
+        multiprocessing_context=method if num_workers else None,
+    )
+    latencies = []
+    for _ in range(epochs):
+        start = time.perf_counter()
+        iterator = iter(loader)
+        next(iterator)
+        latencies.append(time.perf_counter() - start)
+        for _ in iterator:  # finish the epoch
+            pass
+    del iterator, loader  # persistent workers live as long as the loader: shut them down now
+    return latencies
+
+
+class CountingDataset(Dataset):
+    """Counts, in a shared ``multiprocessing.Value``, how many items the workers have loaded.
+
+    >>> import multiprocessing as mp
+    >>> ds = CountingDataset(3, mp.get_context("spawn").Value("i", 0))
+    >>> ds[0], ds.loaded.value
+    (0, 1)
+    """
+
+    def __init__(self, n: int, loaded):
+        self.n, self.loaded = n, loaded
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> int:
+        with self.loaded.get_lock():
+            self.loaded.value += 1
+        return i
+
+
+def prefetched_items(
+    prefetch_factor: int, num_workers: int = 2, wait: float = 0.5, method: str = FAST_METHOD
+) -> int:
+    """How many items (batch size 1) the workers load *before* the first batch is asked for.
+
+    The DataLoader hands each worker ``prefetch_factor`` batches at once; this creates the
+    iterator, waits ``wait`` seconds without consuming, and reads the workers' shared counter.
+
+    >>> prefetched_items(2, num_workers=1, wait=0.5) if FAST_METHOD == "fork" else 2
+    2
+    """
+    loaded = mp.get_context(method).Value("i", 0)
+    loader = DataLoader(
+        CountingDataset(64, loaded),
+        batch_size=1,
+        num_workers=num_workers,
+        prefetch_factor=prefetch_factor,
+        multiprocessing_context=method,
+    )
+    iterator = iter(loader)
+    deadline = time.monotonic() + 30
+    while loaded.value == 0 and time.monotonic() < deadline:  # the workers are starting
+        time.sleep(0.01)
+    time.sleep(wait)
+    count = loaded.value
+    del iterator  # shuts the workers down
+    return count
+
+
+def first_batch_or_error(
+    dataset: Dataset, method: str, timeout: float = 0, num_workers: int = 1, echo: bool = False
+) -> str:
+    """Ask a DataLoader over ``dataset`` for one batch; return ``"ok: ..."`` or the error it raised.
+
+    The iterator is deleted in every case, which shuts its workers down. ``echo`` also prints the
+    result (for a run in a child process, whose return value is lost).
+
+    >>> first_batch_or_error(SlowSquares(2, work=10), method=FAST_METHOD)
+    'ok: [0, 1]'
+    """
+    loader = DataLoader(
+        dataset, batch_size=2, num_workers=num_workers, timeout=timeout, multiprocessing_context=method
+    )
+    iterator = iter(loader)
+    try:
+        result = f"ok: {next(iterator).tolist()}"
+    except Exception as error:  # what the notebook shows: the parent's view of a worker failure
+        result = f"{type(error).__name__}: {error}"
+    finally:
+        del iterator
+    if echo:
+        print(result, flush=True)
+    return result
+
+
+class Records(Dataset):
+    """``n`` records of data, held either as ``n`` Python float objects (a list) or as one NumPy array.
+
+    Item ``i`` sums block ``i`` of ``block`` records: it *reads* them, nothing more. Reading a Python
+    object still writes to it (its reference count), so a forked worker copies every page it reads
+    (copy-on-read); an array's values are read without touching the pages' contents.
+
+    >>> Records(10, as_array=True, block=5)[1]
+    35.0
+    """
+
+    def __init__(self, n: int, as_array: bool, block: int = 20_000):
+        values = np.arange(n, dtype=np.float64)
+        self.data = values if as_array else values.tolist()
+        self.n, self.block = n, block
+
+    def __len__(self) -> int:
+        return -(-self.n // self.block)
+
+    def __getitem__(self, i: int) -> float:
+        return float(sum(self.data[i * self.block : (i + 1) * self.block]))
+
+
+def worker_memory(dataset: Dataset, method: str = FAST_METHOD) -> dict[str, float]:
+    """Memory (MB) of one DataLoader worker after it has read ``dataset`` once, with psutil.
+
+    ``uss`` is memory only that worker owns (its private copies), ``pss`` adds a fair share of the
+    pages it shares, ``rss`` counts every page it maps. The worker is persistent so it can be
+    measured after the epoch; it is shut down before this returns.
+
+    >>> sorted(worker_memory(Records(1000, as_array=True)))
+    ['pss', 'rss', 'uss']
+    """
+    before = {child.pid for child in live_children()}
+    loader = DataLoader(
+        dataset, batch_size=None, num_workers=1, persistent_workers=True, multiprocessing_context=method
+    )
+    iterator = iter(loader)
+    for _ in iterator:
+        pass
+    try:
+        (worker,) = [c for c in live_children() if c.pid not in before]
+        info = worker.memory_full_info()
+        return {name: getattr(info, name) / 2**20 for name in ("uss", "pss", "rss")}
+    finally:
+        del iterator, loader  # shuts the persistent worker down

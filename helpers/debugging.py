@@ -1,0 +1,477 @@
+"""Workers and tools for notebook 08 (debugging and pitfalls): hangs, exit codes, leftovers, logging.
+
+Everything that runs in a child lives here (importable by spawn and forkserver children); every
+wait is bounded, and every process these functions start is gone when they return.
+
+Example::
+
+    >>> from helpers.debugging import what_the_parent_sees
+    >>> what_the_parent_sees("raises", method="spawn").exitcode
+    1
+"""
+
+from __future__ import annotations
+
+import contextlib
+import faulthandler
+import json
+import logging
+import logging.handlers
+import multiprocessing as mp
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+from helpers.processes import ChildResult, reap, run_python_script, run_with_deadline
+
+__all__ = [
+    "take_lock_twice",
+    "stuck_with_watchdog",
+    "StackDump",
+    "py_spy_path",
+    "dump_stuck_child",
+    "EXIT_CASES",
+    "exit_by",
+    "what_the_parent_sees",
+    "headline",
+    "explain_exit",
+    "sleep_for",
+    "wait_for_status",
+    "daemon_child_error",
+    "orphan_demo",
+    "find_processes",
+    "matmul_work",
+    "oversubscription_grid",
+    "log_from_child",
+    "collect_child_logs",
+    "ListHandler",
+]
+
+
+# --- 1. Hangs -------------------------------------------------------------------------------------
+
+
+def take_lock_twice(ready=None) -> None:
+    """Deadlock on purpose: acquire a non-reentrant ``threading.Lock`` twice. Never returns.
+
+    ``ready`` (an Event), when given, is set just before the second acquire.
+    """
+    lock = threading.Lock()
+    lock.acquire()
+    if ready is not None:
+        ready.set()
+    lock.acquire()  # blocks forever: the classic self-deadlock
+
+
+def stuck_with_watchdog(dump_after: float = 1.0) -> None:
+    """Arm ``faulthandler.dump_traceback_later`` (a watchdog thread), then deadlock.
+
+    After ``dump_after`` seconds the watchdog writes every thread's stack to stderr, while the
+    process stays stuck: the parent's deadline then ends it.
+    """
+    faulthandler.dump_traceback_later(dump_after, exit=False)
+    take_lock_twice()
+
+
+def _stuck_on_signal(ready, stack_file: str) -> None:
+    """Register a stack dump on SIGUSR1 into ``stack_file``, then deadlock."""
+    sink = open(stack_file, "w")  # noqa: SIM115 (must stay open for faulthandler)
+    faulthandler.register(signal.SIGUSR1, file=sink, all_threads=True)
+    take_lock_twice(ready)
+
+
+@dataclass
+class StackDump:
+    """The stacks of a stuck child, as one tool saw them; ``ok`` False means ``text`` says why not."""
+
+    tool: str
+    ok: bool
+    text: str
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def py_spy_path() -> str | None:
+    """The ``py-spy`` executable: next to this interpreter (a venv's bin/) or on PATH; None if absent.
+
+    >>> py_spy_path() is None or py_spy_path().endswith("py-spy")
+    True
+    """
+    beside = Path(sys.executable).parent / "py-spy"
+    return str(beside) if beside.exists() else shutil.which("py-spy")
+
+
+def dump_stuck_child(tool: str = "signal", method: str = "spawn", timeout: float = 30.0) -> StackDump:
+    """Start a deliberately deadlocked child, read its stacks with ``tool``, then kill it.
+
+    - ``"signal"``: the child registered ``faulthandler.register(SIGUSR1)``; we send SIGUSR1 and
+      read what it wrote. Needs code in the child, prepared in advance.
+    - ``"py-spy"``: ``py-spy dump --pid PID`` reads the stacks from outside (ptrace); nothing needed
+      in the child. Not installed, or not permitted (containers without ptrace): ``ok`` is False and
+      ``text`` says why.
+
+    >>> dump = dump_stuck_child("signal", method="spawn")
+    >>> dump.ok, "take_lock_twice" in dump.text
+    (True, True)
+    """
+    if tool not in ("signal", "py-spy"):
+        raise ValueError(f"tool must be 'signal' or 'py-spy', got {tool!r}")
+    spy = py_spy_path()
+    if tool == "py-spy" and spy is None:
+        return StackDump(tool, False, "py-spy is not installed (pip install py-spy)")
+    ctx = mp.get_context(method)
+    ready = ctx.Event()
+    with tempfile.TemporaryDirectory(prefix="tmp-stacks-") as workdir:
+        stack_file = os.path.join(workdir, "stacks.txt")
+        child = ctx.Process(target=_stuck_on_signal, args=(ready, stack_file), name="stuck-child")
+        child.start()
+        try:
+            if not ready.wait(timeout):
+                return StackDump(tool, False, f"the child did not reach its deadlock within {timeout} s")
+            time.sleep(0.2)  # let it block in the second acquire
+            if tool == "signal":
+                os.kill(child.pid, signal.SIGUSR1)
+                deadline = time.monotonic() + timeout
+                while time.monotonic() < deadline and "File" not in Path(stack_file).read_text():
+                    time.sleep(0.05)
+                return StackDump(tool, True, Path(stack_file).read_text())
+            done = subprocess.run(
+                [spy, "dump", "--pid", str(child.pid)], capture_output=True, text=True, timeout=timeout
+            )
+            if done.returncode != 0:
+                return StackDump(tool, False, f"py-spy failed ({done.returncode}): {done.stderr.strip()}")
+            return StackDump(tool, True, _ANSI.sub("", done.stdout))  # py-spy colours its output
+        finally:
+            reap([child], timeout=0)
+
+
+# --- 2. Exit codes --------------------------------------------------------------------------------
+
+EXIT_CASES = ("returns", "sys.exit(3)", "raises", "os._exit(7)", "segfault", "SIGTERM", "SIGKILL")
+
+
+def exit_by(case: str) -> None:
+    """End this process in one of the :data:`EXIT_CASES` ways (run it in a child!).
+
+    >>> exit_by("returns")
+    """
+    if case == "returns":
+        return
+    if case == "sys.exit(3)":
+        sys.exit(3)
+    if case == "raises":
+        raise ValueError("the child raised on purpose")
+    if case == "os._exit(7)":
+        os._exit(7)  # no cleanup, no atexit, no flushing: what a C library's exit() looks like too
+    if case == "segfault":
+        faulthandler.enable()  # prints the Python stack on the way down
+        faulthandler._sigsegv()  # a real SIGSEGV, as a crashing C extension would cause
+    if case in ("SIGTERM", "SIGKILL"):
+        os.kill(os.getpid(), getattr(signal, case))  # as `kill` or the OOM killer would
+        time.sleep(5)
+    raise ValueError(f"case must be one of {EXIT_CASES}, got {case!r}")
+
+
+def what_the_parent_sees(case: str, method: str = "spawn", timeout: float = 30.0) -> ChildResult:
+    """Run :func:`exit_by` ``(case)`` in a child; return its exit code and captured output.
+
+    >>> what_the_parent_sees("SIGKILL", method="spawn").exitcode
+    -9
+    """
+    if case not in EXIT_CASES:
+        raise ValueError(f"case must be one of {EXIT_CASES}, got {case!r}")
+    return run_with_deadline(exit_by, args=(case,), method=method, timeout=timeout)
+
+
+def headline(output: str) -> str:
+    r"""The line of a child's output that says what went wrong (an error or a fatal signal), or "".
+
+    >>> headline("Traceback (most recent call last):\n  ...\nValueError: boom\n")
+    'ValueError: boom'
+    >>> headline("Fatal Python error: Segmentation fault\n\nCurrent thread ...")
+    'Fatal Python error: Segmentation fault'
+    """
+    lines = output.strip().splitlines()
+    for line in lines:
+        if line.startswith("Fatal Python error"):
+            return line
+    errors = [line for line in lines if re.match(r"^[A-Za-z_.]*(Error|Exception|Interrupt|Exit)\b", line)]
+    return errors[-1] if errors else ""
+
+
+_MEANING = {
+    "returns": "0: the function returned normally",
+    "sys.exit(3)": "the code given to sys.exit (SystemExit is not reported as an error)",
+    "raises": "1: an uncaught exception; multiprocessing printed the traceback on the child's stderr",
+    "os._exit(7)": "the code given to os._exit: no traceback, no cleanup, no message",
+    "segfault": "-11: killed by signal 11 (SIGSEGV); only faulthandler's dump says where",
+    "SIGTERM": "-15: killed by SIGTERM (what Process.terminate() sends)",
+    "SIGKILL": "-9: killed by SIGKILL (Process.kill(), or the kernel's OOM killer): no chance to clean up",
+}
+
+
+def explain_exit(case: str = "raises", method: str = "spawn") -> int | None:
+    """Widget callback of notebook 08: run one case, print the exit code, its meaning, the output's end.
+
+    >>> explain_exit("os._exit(7)", method="spawn")
+    exit code 7 -> the code given to os._exit: no traceback, no cleanup, no message
+    7
+    """
+    result = what_the_parent_sees(case, method=method)
+    print(f"exit code {result.exitcode} -> {_MEANING[case]}")
+    if headline(result.output):
+        print("the child wrote:", headline(result.output))
+    return result.exitcode
+
+
+# --- 3. Orphans and leftovers ---------------------------------------------------------------------
+
+
+def sleep_for(seconds: float) -> None:
+    """Sleep ``seconds``: a child that is still busy when its parent goes away.
+
+    >>> sleep_for(0)
+    """
+    time.sleep(seconds)
+
+
+def wait_for_status(pid: int, status: str, timeout: float = 10.0) -> str:
+    """Poll psutil until process ``pid`` has ``status`` (e.g. ``"zombie"``); return the last status seen.
+
+    Unlike ``Process.is_alive()`` this does not collect an exited child's status, so a zombie stays
+    visible. A process that no longer exists reads as ``"gone"``.
+
+    >>> wait_for_status(os.getpid(), "running", timeout=1) in ("running", "sleeping")
+    True
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            seen = psutil.Process(pid).status()
+        except psutil.NoSuchProcess:
+            return "gone"
+        if seen == status or time.monotonic() > deadline:
+            return seen
+        time.sleep(0.01)
+
+
+def _try_to_start_child(conn, method: str) -> None:
+    try:
+        child = mp.get_context(method).Process(target=sleep_for, args=(0,))
+        child.start()
+        child.join(10)
+        conn.send("started a child")
+    except AssertionError as error:
+        conn.send(f"AssertionError: {error}")
+
+
+def daemon_child_error(method: str = "spawn", timeout: float = 30.0) -> str:
+    """Start a *daemon* process that tries to start a child of its own; return what happened.
+
+    >>> daemon_child_error("spawn")
+    'AssertionError: daemonic processes are not allowed to have children'
+    """
+    ctx = mp.get_context(method)
+    receiver, sender = ctx.Pipe(duplex=False)
+    daemon = ctx.Process(target=_try_to_start_child, args=(sender, method), daemon=True)
+    daemon.start()
+    try:
+        return receiver.recv() if receiver.poll(timeout) else f"no answer within {timeout} s"
+    finally:
+        reap([daemon], timeout=5)
+        receiver.close()
+        sender.close()
+
+
+_ORPHAN_SCRIPT = """
+import multiprocessing as mp, os, signal, time
+if __name__ == "__main__":
+    child = mp.get_context("fork").Process(target=time.sleep, args=(60,))
+    child.start()
+    print(child.pid, flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)  # the parent dies without reaping or terminating
+"""
+
+
+def find_processes(marker: str) -> list[psutil.Process]:
+    """Every process on this machine whose command line contains ``marker`` (this one excluded).
+
+    The way to find leftovers that are no longer your children: an orphan is re-parented to
+    PID 1 (or a subreaper), so ``live_children()`` cannot see it.
+
+    >>> find_processes("no-such-marker-1f2e3d")
+    []
+    """
+    found = []
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        with contextlib.suppress(psutil.Error):
+            if proc.pid != os.getpid() and marker in " ".join(proc.info["cmdline"] or []):
+                found.append(proc)
+    return found
+
+
+def orphan_demo(timeout: float = 60.0) -> dict:
+    """A fresh interpreter starts a fork child, then is SIGKILLed: the child lives on as an orphan.
+
+    Returns what we saw: the script's exit code, the orphan's pid and new parent, whether a
+    psutil scan of command lines found it, and that we killed it.
+
+    >>> demo = orphan_demo()
+    >>> demo["script_exitcode"], demo["orphan_alive"], demo["found_by_scan"], demo["cleaned_up"]
+    (-9, True, True, True)
+    """
+    with tempfile.TemporaryDirectory(prefix="tmp-orphan-") as workdir:
+        script = Path(workdir) / "orphan_maker.py"
+        script.write_text(_ORPHAN_SCRIPT)
+        output = Path(workdir) / "output.txt"
+        with output.open("w") as sink:  # a file, not a pipe: the orphan keeps the inherited fds open
+            done = subprocess.run([sys.executable, str(script)], stdout=sink, timeout=timeout, check=False)
+        orphan_pid = int(output.read_text().split()[0])
+        found = find_processes(str(script))
+        try:
+            orphan = psutil.Process(orphan_pid)
+            report = {
+                "script_exitcode": done.returncode,
+                "orphan_pid": orphan_pid,
+                "orphan_alive": orphan.is_running() and orphan.status() != psutil.STATUS_ZOMBIE,
+                "orphan_parent": orphan.ppid(),
+                "found_by_scan": orphan_pid in [p.pid for p in found],
+            }
+        finally:
+            for proc in found:
+                with contextlib.suppress(psutil.Error):
+                    proc.kill()
+            _gone, alive = psutil.wait_procs(found, timeout=5)
+        report["cleaned_up"] = not alive and not find_processes(str(script))
+        return report
+
+
+# --- 4. Oversubscription --------------------------------------------------------------------------
+
+
+def matmul_work(rank: int, threads: int, reps: int, size: int, start_at: float) -> float:
+    """Set ``threads``, wait until ``start_at`` (wall clock), run ``reps`` matmuls; return their seconds.
+
+    >>> matmul_work(0, threads=1, reps=2, size=64, start_at=0) > 0
+    True
+    """
+    import torch
+
+    torch.set_num_threads(threads)
+    a = torch.randn(size, size)
+    time.sleep(max(0.0, start_at - time.time()))  # start together, so processes really compete
+    begin = time.perf_counter()
+    for _ in range(reps):
+        a = (a @ a).clamp_(-1, 1)
+    return time.perf_counter() - begin
+
+
+def _grid_here(processes, threads, reps, size, timeout) -> dict:
+    """In a parent that never ran a parallel torch op: fork children are safe at any thread count."""
+    ctx = mp.get_context("fork")
+    grid = {}
+    for p in processes:
+        for t in threads:
+            with ctx.Pool(p) as pool:
+                start_at = time.time() + 0.3
+                jobs = pool.starmap_async(matmul_work, [(r, t, reps, size, start_at) for r in range(p)])
+                seconds = jobs.get(timeout)
+            grid[f"{p}x{t}"] = p * reps / max(seconds)  # matmuls per second, all processes together
+    return grid
+
+
+def oversubscription_grid(
+    processes=(1, 2, 4), threads=(1, 2), reps: int = 20, size: int = 256, timeout: float = 60.0
+) -> dict[tuple[int, int], float]:
+    """Matmuls per second for each (processes, threads per process), all processes running at once.
+
+    Runs in a fresh interpreter that imports torch but never runs a parallel op before it forks,
+    so the fork children may use any thread count (see the OpenMP fork hang of notebooks 01, 04).
+
+    >>> grid = oversubscription_grid(processes=(1,), threads=(1,), reps=2, size=32)
+    >>> list(grid)
+    [(1, 1)]
+    """
+    code = (
+        "import json, torch\n"
+        "from helpers.debugging import _grid_here\n"
+        "if __name__ == '__main__':\n"
+        f"    print(json.dumps(_grid_here({list(processes)}, {list(threads)}, {reps}, {size}, {timeout})))\n"
+    )
+    done = run_python_script(code, timeout=timeout * 2)
+    if done.returncode != 0:
+        raise RuntimeError(f"the grid run failed:\n{done.stderr[-2000:]}")
+    raw = json.loads(done.stdout.strip().splitlines()[-1])
+    return {tuple(int(x) for x in key.split("x")): value for key, value in raw.items()}
+
+
+# --- 5. Logging from children ---------------------------------------------------------------------
+
+
+def log_from_child(rank: int, log_queue) -> int:
+    """Send this child's log records to ``log_queue`` through a ``QueueHandler``; return the rank.
+
+    >>> import queue
+    >>> q = queue.Queue()
+    >>> log_from_child(0, q), q.get_nowait().getMessage()
+    (0, 'rank 0 starting')
+    """
+    logger = logging.getLogger(f"child.{rank}")
+    logger.handlers[:] = [logging.handlers.QueueHandler(log_queue)]
+    logger.setLevel(logging.INFO)
+    logger.propagate = False  # a fork child inherited the parent's handlers: don't log twice
+    logger.info("rank %d starting", rank)
+    logger.warning("rank %d done", rank)
+    return rank
+
+
+class ListHandler(logging.Handler):
+    """A handler that keeps the records it receives, in ``.records``.
+
+    >>> handler = ListHandler()
+    >>> handler.handle(logging.makeLogRecord({"msg": "hi"})) and handler.records[0].msg
+    'hi'
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+def collect_child_logs(
+    nprocs: int = 2, method: str = "spawn", timeout: float = 60.0
+) -> list[tuple[str, str]]:
+    """Run :func:`log_from_child` in ``nprocs`` children; a ``QueueListener`` in this process receives
+    every record. Returns ``(processName, message)`` pairs, sorted.
+
+    >>> collect_child_logs(1, method="spawn")
+    [('log_from_child-0', 'rank 0 done'), ('log_from_child-0', 'rank 0 starting')]
+    """
+    from helpers.launch import launch
+
+    ctx = mp.get_context(method)
+    log_queue = ctx.Queue()
+    handler = ListHandler()
+    listener = logging.handlers.QueueListener(log_queue, handler)
+    listener.start()
+    try:
+        launch(log_from_child, args=(log_queue,), nprocs=nprocs, method=method, timeout=timeout)
+    finally:
+        listener.stop()  # processes what is still queued, then stops its thread
+        log_queue.close()
+        log_queue.join_thread()
+    return sorted((record.processName, record.getMessage()) for record in handler.records)

@@ -1,0 +1,96 @@
+"""Tests for helpers.data (notebook 07): datasets, seeding, worker options, memory."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+
+import pytest
+from torch.utils.data import DataLoader
+
+import helpers.data as hd
+from helpers.processes import live_children
+from tests.workers import METHODS
+
+
+def test_slow_squares_and_bad_input():
+    assert [int(hd.SlowSquares(3, work=5)[i]) for i in range(3)] == [0, 1, 4]
+    with pytest.raises(ValueError, match="must be >= 0"):
+        hd.SlowSquares(-1)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_worker_info_and_sharding_under_every_method(method):
+    loader = DataLoader(hd.WhoLoadedMe(4), batch_size=2, num_workers=2, multiprocessing_context=method)
+    assert [worker for _, worker, *_ in hd.collect(loader)] == [0, 0, 1, 1]
+    unsharded = DataLoader(hd.Numbers(4), batch_size=2, num_workers=2, multiprocessing_context=method)
+    assert sorted(hd.collect(unsharded)) == [0, 0, 1, 1, 2, 2, 3, 3]
+    sharded = DataLoader(hd.ShardedNumbers(4), batch_size=2, num_workers=2, multiprocessing_context=method)
+    assert sorted(hd.collect(sharded)) == [0, 1, 2, 3]
+
+
+def test_draws_are_unique_and_reproducible():
+    first = hd.draws(32, num_workers=2, seed=0)
+    assert len({d[0] for d in first}) == 32
+    assert first == hd.draws(32, num_workers=2, seed=0)
+    assert first != hd.draws(32, num_workers=2, seed=1)
+    with_init = hd.draws(8, num_workers=2, seed=0, worker_init_fn=hd.seed_worker)
+    assert with_init == hd.draws(8, num_workers=2, seed=0, worker_init_fn=hd.seed_worker)
+
+
+def test_seed_worker_seeds_numpy_from_torch():
+    import numpy as np
+    import torch
+
+    torch.manual_seed(5)
+    hd.seed_worker(0)
+    a = np.random.randint(1 << 30)
+    torch.manual_seed(5)
+    hd.seed_worker(0)
+    assert np.random.randint(1 << 30) == a
+
+
+def test_throughput_and_widget_callback(capsys):
+    assert hd.measure_throughput(1, n=16, batch_size=4, work=10) > 0
+    assert hd.explore_loader(0, 8) > 0
+    assert "0 workers, batch 8" in capsys.readouterr().out
+    with pytest.raises(ValueError):
+        hd.measure_throughput(-1)
+
+
+def test_persistent_workers_start_once():
+    fresh = hd.epoch_start_latencies(False, epochs=2, method="spawn")
+    kept = hd.epoch_start_latencies(True, epochs=2, method="spawn")
+    assert kept[1] < fresh[1] / 5
+    assert live_children() == []
+
+
+@pytest.mark.parametrize("factor", [1, 3])
+def test_prefetched_items(factor):
+    method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
+    assert hd.prefetched_items(factor, num_workers=2, method=method) == 2 * factor
+
+
+def test_counting_dataset_counts():
+    loaded = mp.get_context("spawn").Value("i", 0)
+    ds = hd.CountingDataset(2, loaded)
+    assert [ds[0], ds[1]] == [0, 1] and loaded.value == 2
+
+
+def test_first_batch_timeout_and_spawn(capsys):
+    slow = hd.SlowSquares(1, work=0, delay=1.5)
+    assert hd.first_batch_or_error(slow, method=hd.FAST_METHOD, timeout=1).startswith(
+        "RuntimeError: DataLoader timed out"
+    )
+    assert hd.first_batch_or_error(hd.SlowSquares(2, work=1), method="spawn", echo=True) == "ok: [0, 1]"
+    assert "ok: [0, 1]" in capsys.readouterr().out
+    assert live_children() == []
+
+
+def test_records_and_worker_memory():
+    assert hd.Records(10, as_array=False, block=5)[1] == 35.0
+    assert len(hd.Records(11, as_array=True, block=5)) == 3
+    if hd.FAST_METHOD == "fork":
+        as_list = hd.worker_memory(hd.Records(1_000_000, as_array=False))
+        as_array = hd.worker_memory(hd.Records(1_000_000, as_array=True))
+        assert as_list["uss"] > as_array["uss"] + 15  # MB: 1M floats are ~32 MB of objects
+    assert live_children() == []
