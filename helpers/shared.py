@@ -245,9 +245,10 @@ def _shm_fds() -> int:
 def strategy_footprint(rank: int, strategy: str, count: int = 50) -> dict:
     """In this (child) process: share ``count`` small tensors under ``strategy``, and report.
 
-    Returns the fds into ``/dev/shm`` and the new ``/dev/shm`` names while they live, and the new
-    names once they are freed. Sets the process-global sharing strategy: run it in a child
-    (``launch(strategy_footprint, ...)``), not in a process whose strategy others rely on.
+    Returns the fds into ``/dev/shm`` and this process's ``/dev/shm`` names (``torch_<pid>_...``)
+    while they live, and those names once they are freed. Sets the process-global sharing
+    strategy: run it in a child (``launch(strategy_footprint, ...)``), not in a process whose
+    strategy others rely on.
 
     >>> launch(strategy_footprint, args=("file_descriptor", 3), method=FAST_METHOD)[0]["shm_fds"]
     3
@@ -256,7 +257,6 @@ def strategy_footprint(rank: int, strategy: str, count: int = 50) -> dict:
 
     torch.set_num_threads(1)
     tmp.set_sharing_strategy(strategy)
-    before = dev_shm_entries()
     fds_before = _shm_fds()
     tensors = [torch.zeros(16).share_memory_() for _ in range(count)]
     report = {
@@ -264,18 +264,20 @@ def strategy_footprint(rank: int, strategy: str, count: int = 50) -> dict:
         "pid": os.getpid(),
         "shared": sum(t.is_shared() for t in tensors),
         "shm_fds": _shm_fds() - fds_before,
-        "dev_shm_names": len(dev_shm_entries() - before),
+        "dev_shm_names": len(torch_entries_of(os.getpid())),
     }
     del tensors
     gc.collect()
-    report["dev_shm_names_after_free"] = len(dev_shm_entries() - before)
+    report["dev_shm_names_after_free"] = len(torch_entries_of(os.getpid()))
     return report
 
 
 def fd_limit_probe(rank: int, strategy: str, limit: int = 128, count: int = 300) -> dict:
     """In this (child) process: lower the open-file limit to ``limit``, then share ``count`` tensors.
 
-    Returns how many were shared before an error, and the error text (``None`` when all were).
+    Returns how many were shared before an error, the error text (``None`` when all were) and
+    how many fds the process had open before (``open_at_start``; a fork child inherits its
+    parent's, e.g. a notebook kernel's sockets, so it has fewer to spare).
     Under ``file_descriptor`` every live shared storage holds an fd, so the limit stops it; under
     ``file_system`` storages are named files in ``/dev/shm``, not open fds. The limit and strategy
     are restored before returning. Linux/macOS only (``resource``).
@@ -292,6 +294,7 @@ def fd_limit_probe(rank: int, strategy: str, limit: int = 128, count: int = 300)
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     tmp.set_sharing_strategy(strategy)
     tensors, error = [], None
+    open_at_start = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else None
     resource.setrlimit(resource.RLIMIT_NOFILE, (limit, hard))
     try:
         for _ in range(count):
@@ -304,7 +307,14 @@ def fd_limit_probe(rank: int, strategy: str, limit: int = 128, count: int = 300)
         gc.collect()
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
         tmp.set_sharing_strategy(old_strategy)
-    return {"strategy": strategy, "limit": limit, "pid": os.getpid(), "created": created, "error": error}
+    return {
+        "strategy": strategy,
+        "limit": limit,
+        "open_at_start": open_at_start,
+        "pid": os.getpid(),
+        "created": created,
+        "error": error,
+    }
 
 
 def torch_entries_of(pid: int) -> list[str]:
