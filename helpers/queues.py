@@ -147,6 +147,7 @@ def run_pipeline(
 
 def put_array(q, nbytes: int) -> None:
     """Producer: put one float32 NumPy array of ``nbytes`` bytes (pickled whole), then exit."""
+    torch.set_num_threads(1)  # no torch op here, but the rule for fork workers holds everywhere
     q.put(np.ones(nbytes // 4, dtype=np.float32))
 
 
