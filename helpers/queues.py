@@ -1,0 +1,448 @@
+"""Workers, pipelines, a buffer pool and the handoff benchmark for notebook 03 (Queue and Pipe).
+
+Everything that runs in a child lives here, so spawn and forkserver children can import it; every
+worker sets its torch thread count first (the fork/OpenMP hang, notebook 01). Every get and join
+is bounded.
+
+Queues and pipes pickle what they carry: never read one that someone you do not trust can write to
+(unpickling runs code).
+
+Example::
+
+    >>> from helpers.queues import FAST_METHOD, run_pipeline
+    >>> run_pipeline(n_items=4, n_consumers=2, method=FAST_METHOD)["checksum_ok"]
+    True
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import statistics
+import threading
+import time
+
+import numpy as np
+import torch
+
+from helpers.processes import reap, running
+
+__all__ = [
+    "FAST_METHOD",
+    "pickled_size",
+    "feeder_threads",
+    "pipe_doubler",
+    "consume",
+    "run_pipeline",
+    "put_array",
+    "put_tensor",
+    "handoff_order",
+    "pool_producer",
+    "run_buffer_pool",
+    "HANDOFF_METHODS",
+    "handoff_times",
+    "speedups",
+    "plot_handoff",
+    "compare_handoff",
+]
+
+FAST_METHOD = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
+MB = 2**20
+
+
+def pickled_size(obj: object) -> int:
+    """Bytes that cross a Queue or Pipe for ``obj``: the length of its ``ForkingPickler`` pickle.
+
+    A tensor pickles to a small handle (its storage is moved to shared memory); a NumPy array to all
+    of its bytes. The pickle is loaded back here, so the handle is consumed and nothing leaks.
+
+    >>> pickled_size(np.zeros(MB // 4, dtype=np.float32)) > MB
+    True
+    >>> pickled_size(torch.zeros(MB // 4)) < 1000
+    True
+    """
+    from multiprocessing.reduction import ForkingPickler
+
+    data = bytes(ForkingPickler.dumps(obj))
+    ForkingPickler.loads(data)
+    return len(data)
+
+
+def feeder_threads() -> int:
+    """How many ``multiprocessing.Queue`` feeder threads this process runs now.
+
+    >>> feeder_threads() >= 0
+    True
+    """
+    return sum(t.name == "QueueFeederThread" for t in threading.enumerate())
+
+
+def pipe_doubler(conn) -> None:
+    """Child end of a duplex ``Pipe``: receive tensors, send back ``2 * t``, stop on ``None``.
+
+    Waits at most 30 s for each message (``poll``), so a parent that vanishes cannot strand it.
+    """
+    torch.set_num_threads(1)
+    while conn.poll(30):
+        item = conn.recv()
+        if item is None:
+            break
+        conn.send(item * 2)
+    conn.close()
+
+
+def consume(rank: int, inbox, outbox, timeout: float = 30.0) -> None:
+    """Consumer: take tensors from ``inbox`` until a ``None`` sentinel, report ``(rank, sum)`` each.
+
+    Puts ``("done", rank)`` when it sees its sentinel. Every get is bounded by ``timeout``.
+    """
+    torch.set_num_threads(1)
+    while True:
+        item = inbox.get(timeout=timeout)
+        if item is None:
+            outbox.put(("done", rank))
+            return
+        outbox.put((rank, float(item.sum())))
+        del item  # release the shared storage promptly
+
+
+def run_pipeline(
+    n_items: int = 20,
+    n_consumers: int = 2,
+    numel: int = 1000,
+    method: str = FAST_METHOD,
+    timeout: float = 60.0,
+) -> dict:
+    """This process produces ``n_items`` tensors for ``n_consumers`` consumer processes.
+
+    Shutdown: one ``None`` sentinel per consumer after the items; the parent collects a result per
+    item and a ``done`` per consumer (bounded gets), then the consumers exit and are joined.
+    Returns how many items each consumer took and whether the sums add up.
+
+    >>> sum(run_pipeline(6, 3, method=FAST_METHOD)["per_consumer"])
+    6
+    """
+    if n_items < 0 or n_consumers < 1:
+        raise ValueError(f"need n_items >= 0 and n_consumers >= 1, got {n_items}, {n_consumers}")
+    ctx = mp.get_context(method)
+    inbox, outbox = ctx.Queue(), ctx.Queue()
+    consumers = [ctx.Process(target=consume, args=(r, inbox, outbox)) for r in range(n_consumers)]
+    per_consumer = [0] * n_consumers
+    total, done = 0.0, 0
+    with running(consumers, timeout=timeout):
+        for i in range(n_items):
+            inbox.put(torch.full((numel,), float(i)))
+        for _ in consumers:
+            inbox.put(None)
+        while done < n_consumers:
+            rank, value = outbox.get(timeout=timeout)
+            if rank == "done":
+                done += 1
+            else:
+                per_consumer[rank] += 1
+                total += value
+    expected = numel * sum(range(n_items))
+    exitcodes = [p.exitcode for p in consumers]
+    return {"per_consumer": per_consumer, "checksum_ok": total == expected, "exitcodes": exitcodes}
+
+
+def put_array(q, nbytes: int) -> None:
+    """Producer: put one float32 NumPy array of ``nbytes`` bytes (pickled whole), then exit."""
+    torch.set_num_threads(1)  # no torch op here, but the rule for fork workers holds everywhere
+    q.put(np.ones(nbytes // 4, dtype=np.float32))
+
+
+def put_tensor(q, nbytes: int, consumed=None, timeout: float = 30.0) -> None:
+    """Producer: put one float32 tensor of ``nbytes`` bytes (a shared-memory handle), then exit.
+
+    With an Event ``consumed``, stay alive until it is set (at most ``timeout`` s): the consumer
+    fetches the shared memory from this process, which must still exist then.
+    """
+    torch.set_num_threads(1)
+    q.put(torch.ones(nbytes // 4))
+    if consumed is not None:
+        consumed.wait(timeout)
+
+
+def handoff_order(
+    order: str = "get first",
+    payload: str = "numpy",
+    mb: int = 64,
+    method: str = FAST_METHOD,
+    join_timeout: float = 3.0,
+    get_timeout: float = 10.0,
+    keep_producer: bool = False,
+) -> dict:
+    """One producer process puts one ``payload`` of ``mb`` MB; the parent joins and gets in ``order``.
+
+    ``order``: ``"join first"`` (the classic mistake) or ``"get first"``. ``payload``: ``"numpy"``
+    (pickled bytes: a large one cannot leave the producer until someone reads the pipe, so a join
+    first deadlocks, here bounded by ``join_timeout``) or ``"tensor"`` (a handle: the join returns,
+    but the producer is gone before the parent fetches the shared memory, so the get fails).
+    With ``keep_producer`` a tensor producer waits for an Event the parent sets after its get: the
+    fix for tensors. Returns whether the join timed out, whether the parent received the data, and
+    the error.
+
+    >>> handoff_order("get first", "numpy", mb=1, method=FAST_METHOD)["received"]
+    True
+    """
+    if order not in ("join first", "get first") or payload not in ("numpy", "tensor"):
+        raise ValueError(
+            f"order is 'join first' or 'get first', payload 'numpy' or 'tensor'; got {order!r}, {payload!r}"
+        )
+    ctx = mp.get_context(method)
+    q = ctx.Queue()
+    consumed = ctx.Event()
+    if payload == "numpy":
+        producer = ctx.Process(target=put_array, args=(q, mb * MB))
+    else:
+        producer = ctx.Process(target=put_tensor, args=(q, mb * MB, consumed if keep_producer else None))
+    result = {
+        "order": order,
+        "payload": payload,
+        "mb": mb,
+        "join_timed_out": False,
+        "received": False,
+        "error": None,
+    }
+    start = time.perf_counter()
+    try:
+        producer.start()
+        if order == "join first":
+            producer.join(join_timeout)
+            result["join_timed_out"] = producer.is_alive()
+        try:
+            item = q.get(timeout=get_timeout)
+            result["received"] = len(item) * 4 == mb * MB
+        except Exception as exc:  # ConnectionRefusedError, queue.Empty, ...
+            result["error"] = f"{type(exc).__name__}: {exc}"
+        consumed.set()
+        producer.join(join_timeout)
+    finally:
+        reap([producer], timeout=0)
+        q.close()
+        q.join_thread()
+    result["seconds"] = time.perf_counter() - start
+    result["exitcode"] = producer.exitcode
+    return result
+
+
+def pool_producer(rank: int, buffers: list, free, full, n_items: int, timeout: float = 30.0) -> None:
+    """Producer side of a buffer pool: take a free buffer index, fill that buffer in place, pass the
+    index on; ``None`` at the end. Only small integers cross the queues; the data never moves."""
+    torch.set_num_threads(1)
+    for i in range(n_items):
+        index = free.get(timeout=timeout)
+        buffers[index].fill_(float(i))
+        full.put((index, i))
+    full.put(None)
+
+
+def run_buffer_pool(
+    n_buffers: int = 3,
+    n_items: int = 20,
+    numel: int = 1 << 16,
+    method: str = FAST_METHOD,
+    timeout: float = 60.0,
+) -> dict:
+    """A producer process and this (consumer) process pass ``n_buffers`` pre-shared buffers back and
+    forth ``n_items`` times. Returns items checked, indices used, and whether the buffers kept their
+    storage (same ``data_ptr`` before and after: nothing was reallocated).
+
+    >>> r = run_buffer_pool(2, 6, numel=100, method=FAST_METHOD); r["all_correct"], r["same_storage"]
+    (True, True)
+    """
+    if n_buffers < 1 or n_items < 0:
+        raise ValueError(f"need n_buffers >= 1 and n_items >= 0, got {n_buffers}, {n_items}")
+    ctx = mp.get_context(method)
+    buffers = [torch.zeros(numel).share_memory_() for _ in range(n_buffers)]
+    pointers = [b.data_ptr() for b in buffers]
+    free, full = ctx.Queue(), ctx.Queue()
+    for index in range(n_buffers):
+        free.put(index)
+    producer = ctx.Process(target=pool_producer, args=(0, buffers, free, full, n_items))
+    checked, correct, used = 0, 0, set()
+    start = time.perf_counter()
+    with running([producer], timeout=timeout):
+        while (message := full.get(timeout=timeout)) is not None:
+            index, i = message
+            correct += bool((buffers[index] == i).all())  # consume: read the data in place
+            checked += 1
+            used.add(index)
+            free.put(index)  # hand the buffer back for reuse
+    return {
+        "items": checked,
+        "all_correct": correct == checked == n_items,
+        "buffers_used": sorted(used),
+        "same_storage": [b.data_ptr() for b in buffers] == pointers,
+        "seconds": time.perf_counter() - start,
+    }
+
+
+# --- the handoff benchmark ---------------------------------------------------------------------
+
+HANDOFF_METHODS = ("pickled numpy", "fresh tensor", "pre-shared tensor", "reused buffer")
+
+
+def _handoff_consumer(inbox, acks, buffers: dict) -> None:
+    """Consumer for :func:`handoff_times`: acknowledge each item with its last value."""
+    torch.set_num_threads(1)
+    while True:
+        item = inbox.get(timeout=60)
+        if item is None:
+            return
+        if isinstance(item, tuple):  # ("buffer", size_mb): the data is already in our shared buffer
+            item = buffers[item[1]]
+        acks.put(float(item[-1]))
+        del item
+
+
+def _payload(how: str, size_mb: float, value: float, cache: dict):
+    """The object to hand off, built outside the timed region.
+
+    A fresh tensor is new every time (put must copy it into shared memory). The others are built
+    once per size and reused with a new last value: a pickled array costs the same every time, and
+    a pre-shared tensor is sent as a new handle each time (the consumer dropped the last one).
+    """
+    numel = int(size_mb * MB) // 4
+    if how == "fresh tensor":
+        return torch.full((numel,), value)
+    if size_mb not in cache:
+        cache[size_mb] = (
+            np.ones(numel, np.float32) if how == "pickled numpy" else torch.ones(numel).share_memory_()
+        )
+    cache[size_mb][-1] = value  # for "reused buffer": the producer writes into the pool buffer in place
+    return ("buffer", size_mb) if how == "reused buffer" else cache[size_mb]
+
+
+def handoff_times(
+    sizes_mb=(1, 16, 256),
+    methods=HANDOFF_METHODS,
+    repeat: int = 3,
+    method: str = FAST_METHOD,
+    budget_s: float = 2.0,
+) -> list[dict]:
+    """Median seconds to hand one float32 payload of each size to a consumer process, per method.
+
+    Timed: from ``put`` until the consumer's acknowledgement arrives (the consumer has the object
+    and has read its last element). Building the payload is not timed. Methods
+    (:data:`HANDOFF_METHODS`): ``pickled numpy`` (bytes through a Queue), ``fresh tensor`` (storage
+    moved to shared memory on put), ``pre-shared tensor`` (created with ``share_memory_()``: only a
+    handle crosses), ``reused buffer`` (written in place into a buffer the consumer mapped at start:
+    only an index crosses). One consumer per method, started with ``method``; rows are dicts with
+    ``method``, ``size_mb``, ``seconds`` (median) and ``times``. Repeats stop early once one
+    method and size has taken ``budget_s`` seconds (at least one run each), so slow cases cost
+    one run.
+
+    >>> rows = handoff_times(sizes_mb=(1,), repeat=1, method=FAST_METHOD)
+    >>> [r["method"] for r in rows] == list(HANDOFF_METHODS)
+    True
+    """
+    unknown = set(methods) - set(HANDOFF_METHODS)
+    if unknown or repeat < 1:
+        raise ValueError(f"methods must come from {HANDOFF_METHODS} and repeat >= 1; got {unknown}, {repeat}")
+    ctx = mp.get_context(method)
+    rows = []
+    for how in methods:
+        # The pool's buffers are shared before the consumer starts, which maps them once.
+        pool = how == "reused buffer"
+        buffers = {s: torch.zeros(int(s * MB) // 4).share_memory_() for s in sizes_mb} if pool else {}
+        cache = buffers if pool else {}
+        inbox, acks = ctx.Queue(), ctx.Queue()
+        consumer = ctx.Process(target=_handoff_consumer, args=(inbox, acks, buffers))
+        with running([consumer], timeout=600):
+            _handoff_once(inbox, acks, _payload(how, min(sizes_mb), -1.0, cache), -1.0)  # warm-up
+            for size in sizes_mb:
+                times = []
+                for k in range(repeat):
+                    if sum(times) > budget_s:
+                        break
+                    payload = _payload(how, size, float(k), cache)
+                    times.append(_handoff_once(inbox, acks, payload, float(k)))
+                    del payload
+                rows.append(
+                    {"method": how, "size_mb": size, "seconds": statistics.median(times), "times": times}
+                )
+            inbox.put(None)
+        del buffers, cache
+    return rows
+
+
+def _handoff_once(inbox, acks, payload, expected: float) -> float:
+    start = time.perf_counter()
+    inbox.put(payload)
+    got = acks.get(timeout=120)
+    seconds = time.perf_counter() - start
+    if got != expected:
+        raise RuntimeError(f"the consumer read {got}, expected {expected}")
+    return seconds
+
+
+def speedups(rows: list[dict], baseline: str = "pickled numpy") -> dict:
+    """``{size_mb: {method: baseline_seconds / method_seconds}}`` from :func:`handoff_times` rows.
+
+    >>> speedups([{"method": "pickled numpy", "size_mb": 1, "seconds": 2.0},
+    ...           {"method": "pre-shared tensor", "size_mb": 1, "seconds": 0.5}])
+    {1: {'pickled numpy': 1.0, 'pre-shared tensor': 4.0}}
+    """
+    base = {r["size_mb"]: r["seconds"] for r in rows if r["method"] == baseline}
+    if not base:
+        raise ValueError(f"no rows for the baseline {baseline!r}")
+    table: dict = {}
+    for r in rows:
+        if r["size_mb"] in base:
+            table.setdefault(r["size_mb"], {})[r["method"]] = base[r["size_mb"]] / r["seconds"]
+    return table
+
+
+_COLORS = dict(zip(HANDOFF_METHODS, ("#d95f02", "#7570b3", "#1b9e77", "#e7298a"), strict=True))
+
+
+def plot_handoff(rows: list[dict], title: str = "Handing a payload to another process"):
+    """Log-log plot of handoff time (ms) against payload size (MB), one line per method.
+
+    >>> fig, ax = plot_handoff([{"method": "fresh tensor", "size_mb": 1, "seconds": 0.01},
+    ...                         {"method": "fresh tensor", "size_mb": 16, "seconds": 0.02}])
+    """
+    from helpers.plotting import new_figure
+
+    fig, ax = new_figure(title, "payload size (MB)", "handoff time (ms)")
+    for how in dict.fromkeys(r["method"] for r in rows):
+        mine = [r for r in rows if r["method"] == how]
+        ax.plot(
+            [r["size_mb"] for r in mine],
+            [r["seconds"] * 1e3 for r in mine],
+            "o-",
+            label=how,
+            color=_COLORS.get(how),
+        )
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    sizes = sorted({r["size_mb"] for r in rows})
+    ax.set_xticks(sizes, [f"{s:g}" for s in sizes])
+    ax.minorticks_off()
+    ax.legend()
+    return fig, ax
+
+
+def compare_handoff(size_mb: int = 16, repeat: int = 2, method: str = FAST_METHOD) -> list[dict]:
+    """Widget callback for notebook 03: time all four methods at one size, draw bars (log scale).
+
+    >>> len(compare_handoff(1, repeat=1, method=FAST_METHOD))
+    4
+    """
+    import matplotlib.pyplot as plt
+
+    from helpers.plotting import bar_chart, new_figure
+
+    rows = handoff_times((size_mb,), repeat=repeat, method=method)
+    fig, ax = new_figure(f"Handing over {size_mb} MB", "", "ms (log scale)")
+    bar_chart(
+        ax,
+        [r["method"] for r in rows],
+        [r["seconds"] * 1e3 for r in rows],
+        fmt="{:.2f}",
+        colors=[_COLORS[r["method"]] for r in rows],
+    )
+    ax.set_yscale("log")
+    plt.show()
+    return rows
