@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 # Per-cell limit for nbmake: a stuck cell fails the run instead of hanging it.
-CELL_TIMEOUT ?= 180
+CELL_TIMEOUT ?= 120
 
 .PHONY: setup lab test lint unit notebooks e2e html clean
 

@@ -85,3 +85,18 @@ def test_readme_lists_every_notebook():
     readme = (ROOT / "README.md").read_text()
     for path in NOTEBOOKS:
         assert path.name in readme, f"README's notebook table misses {path.name}"
+
+
+def test_no_merge_conflict_markers_in_tracked_files():
+    import subprocess
+
+    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True).stdout.split()
+    marked = []
+    for name in files:
+        try:
+            text = (ROOT / name).read_text()
+        except (UnicodeDecodeError, FileNotFoundError):
+            continue
+        if re.search(r"^(<{7}|>{7}) ", text, flags=re.M):
+            marked.append(name)
+    assert not marked, f"merge conflict markers in {marked}"
