@@ -35,11 +35,15 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 import psutil
 
 from helpers.launch import NotImportableError, WorkerFailed, launch
 from helpers.processes import reap, running
+
+if TYPE_CHECKING:  # torch is imported inside the functions: importing the checkers stays light
+    import torch
 
 __all__ = [
     "CheckResult",
@@ -217,7 +221,9 @@ def _kill_tree(proc) -> None:
         proc.kill()
 
 
-def _in_child(module_name: str, func_name: str, args: tuple = (), *, method: str = FORK, timeout: float = 20.0):
+def _in_child(
+    module_name: str, func_name: str, args: tuple = (), *, method: str = FORK, timeout: float = 20.0
+):
     """Run ``module_name.func_name(*args)`` in a child with a deadline; kill its whole tree on expiry."""
     ctx = mp.get_context(method)
     receiver, sender = ctx.Pipe(duplex=False)
@@ -234,7 +240,8 @@ def _in_child(module_name: str, func_name: str, args: tuple = (), *, method: str
         else:
             status, payload = "timeout", ""
         seconds = time.monotonic() - start
-        proc.join(5.0)  # it may still be joining children it started
+        if status == "ok":
+            proc.join(5.0)  # it may still be joining children it started
     finally:
         _kill_tree(proc)
         reap([proc], timeout=2.0)
@@ -337,10 +344,14 @@ def check_ex01(
         pids = []
         for rank, result in enumerate(results):
             if not isinstance(result, dict) or not {"rank", "value", "pid"} <= set(result):
-                report.fail(f"rank {rank} returned {result!r}: return a dict with keys 'rank', 'value', 'pid'")
+                report.fail(
+                    f"rank {rank} returned {result!r}: return a dict with keys 'rank', 'value', 'pid'"
+                )
                 continue
             if result["rank"] != rank:
-                report.fail(f"rank {rank} reported rank {result['rank']}: return the rank argument you were given")
+                report.fail(
+                    f"rank {rank} reported rank {result['rank']}: return the rank argument you were given"
+                )
             if result["value"] != scale * (rank + 1):
                 report.fail(
                     f"rank {rank} returned value {result['value']!r}, expected scale * (rank + 1) = "
@@ -367,7 +378,9 @@ def check_ex01(
 
 
 def check_ex02(
-    module: str = "exercises.ex02_shared_tensor", timeout: float = 60.0, methods: tuple[str, ...] = ("fork", "spawn")
+    module: str = "exercises.ex02_shared_tensor",
+    timeout: float = 60.0,
+    methods: tuple[str, ...] = ("fork", "spawn"),
 ) -> CheckResult:
     """Check exercise 02: a worker's in-place update of a shared tensor reaches the parent (fork and spawn).
 
@@ -404,7 +417,8 @@ def check_ex02(
             elif not counter.any():
                 report.fail(
                     f"{method}: the parent never saw your update: did the worker rebind the tensor "
-                    "(counter = counter + ...) instead of writing in place (counter += ..., counter.add_(...))?"
+                    "(counter = counter + ...) instead of writing in place "
+                    "(counter += ..., counter.add_(...))?"
                 )
             else:
                 report.fail(
@@ -431,7 +445,10 @@ def _drain_producer(module_name: str, n_items: int, item_size: int) -> dict:
 
 
 def check_ex03(
-    module: str = "exercises.ex03_queues", timeout: float = 15.0, n_items: int = 8, item_size: int = 256 * 1024
+    module: str = "exercises.ex03_queues",
+    timeout: float = 15.0,
+    n_items: int = 8,
+    item_size: int = 256 * 1024,
 ) -> CheckResult:
     """Check exercise 03: the producer ends with a sentinel; ``collect`` drains the Queue before joining.
 
@@ -472,15 +489,24 @@ def check_ex03(
             _raise_if_stub_error(outcome.error)
             report.fail(f"collect failed: {_error_line(outcome.error)}")
         elif outcome.value != expected:
-            got = outcome.value if not isinstance(outcome.value, list) else f"a list of {len(outcome.value)} items"
-            report.fail(f"collect returned {got}; expected the {n_items} items in order (without the sentinel)")
+            got = (
+                outcome.value
+                if not isinstance(outcome.value, list)
+                else f"a list of {len(outcome.value)} items"
+            )
+            report.fail(
+                f"collect returned {got}; expected the {n_items} items in order (without the sentinel)"
+            )
         elif outcome.seconds > min(4.0, timeout / 2):
             report.fail(
                 f"collect returned the right items but took {outcome.seconds:.1f} s: it waited for a join "
                 "timeout. Read until the sentinel first, then join."
             )
         else:
-            report.ok(f"collect drains {n_items} items of {item_size // 1024} KiB, then joins ({outcome.seconds:.2f} s)")
+            report.ok(
+                f"collect drains {n_items} items of {item_size // 1024} KiB, then joins "
+                f"({outcome.seconds:.2f} s)"
+            )
 
     return _checked("ex03", module, ("producer", "collect"), body)
 
@@ -496,7 +522,9 @@ def _call_and_count_threads(module_name: str, func_name: str, args: tuple) -> tu
     return value, torch.get_num_threads()
 
 
-def check_ex04(module: str = "exercises.ex04_fork_safe", timeout: float = 15.0, size: int = 4_000_000) -> CheckResult:
+def check_ex04(
+    module: str = "exercises.ex04_fork_safe", timeout: float = 15.0, size: int = 4_000_000
+) -> CheckResult:
     """Check exercise 04: the worker survives a fork from a parent that already ran parallel ops.
 
     The parent (this process) first runs a multi-threaded op on at least 2 threads; the worker then
@@ -517,7 +545,11 @@ def check_ex04(module: str = "exercises.ex04_fork_safe", timeout: float = 15.0, 
         try:
             torch.randn(size, dtype=torch.float64).float()  # the parent has now used its OpenMP pool
             outcome = _in_child(
-                __name__, "_call_and_count_threads", (module, "fork_safe_sum", (size,)), method="fork", timeout=timeout
+                __name__,
+                "_call_and_count_threads",
+                (module, "fork_safe_sum", (size,)),
+                method="fork",
+                timeout=timeout,
             )
         finally:
             torch.set_num_threads(threads)
@@ -551,7 +583,7 @@ def check_ex04(module: str = "exercises.ex04_fork_safe", timeout: float = 15.0, 
 _TRUE_WEIGHTS = [-1.0, -0.7, -0.4, -0.1, 0.1, 0.4, 0.7, 1.0]
 
 
-def regression_batch(batch_size: int = 32):
+def regression_batch(batch_size: int = 32) -> tuple[torch.Tensor, torch.Tensor]:
     """A batch ``(x, y)`` of a noisy linear regression task with 8 inputs (uses torch's global RNG).
 
     >>> x, y = regression_batch(4)
@@ -628,7 +660,10 @@ def check_ex05(module: str = "exercises.ex05_hogwild", timeout: float = 60.0, st
             report.ok("each rank draws its own batches, reproducibly (seed + rank)")
         first, last = sum(solo[0][:5]) / 5, sum(solo[0][-5:]) / 5
         if not last < 0.5 * first:
-            report.fail(f"the loss did not go down (first steps {first:.3f}, last {last:.3f}): zero_grad, backward, step")
+            report.fail(
+                f"the loss did not go down (first steps {first:.3f}, last {last:.3f}): "
+                "zero_grad, backward, step"
+            )
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(0)
             model = torch.nn.Linear(8, 1)
@@ -641,7 +676,7 @@ def check_ex05(module: str = "exercises.ex05_hogwild", timeout: float = 60.0, st
         except WorkerFailed as exc:
             report.fail(f"a Hogwild worker failed: {_error_line(str(exc))}")
             return
-        if all(torch.equal(b, p) for b, p in zip(before, model.parameters())):
+        if all(torch.equal(b, p) for b, p in zip(before, model.parameters(), strict=True)):
             report.fail(
                 "the updates never reached the shared model: did the worker train a copy (copy.deepcopy, a "
                 "new model, load_state_dict) or rebind parameters (p.data = p.data - ...) instead of "
@@ -650,9 +685,13 @@ def check_ex05(module: str = "exercises.ex05_hogwild", timeout: float = 60.0, st
             return
         loss_after = _mse(model, held_out)
         if loss_after < 0.5 * loss_before:
-            report.ok(f"2 workers trained the shared model: held-out loss {loss_before:.3f} -> {loss_after:.3f}")
+            report.ok(
+                f"2 workers trained the shared model: held-out loss {loss_before:.3f} -> {loss_after:.3f}"
+            )
         else:
-            report.fail(f"the shared model barely improved: held-out loss {loss_before:.3f} -> {loss_after:.3f}")
+            report.fail(
+                f"the shared model barely improved: held-out loss {loss_before:.3f} -> {loss_after:.3f}"
+            )
 
     return _checked("ex05", module, ("hogwild_worker",), body)
 
@@ -660,10 +699,14 @@ def check_ex05(module: str = "exercises.ex05_hogwild", timeout: float = 60.0, st
 # --- 06 DDP: DistributedSampler -------------------------------------------------------------------
 
 
-def _expected_orders(rank: int, world_size: int, dataset_size: int, epochs: int, seed: int) -> list[list[int]]:
+def _expected_orders(
+    rank: int, world_size: int, dataset_size: int, epochs: int, seed: int
+) -> list[list[int]]:
     from torch.utils.data import DistributedSampler
 
-    sampler = DistributedSampler(range(dataset_size), num_replicas=world_size, rank=rank, shuffle=True, seed=seed)
+    sampler = DistributedSampler(
+        range(dataset_size), num_replicas=world_size, rank=rank, shuffle=True, seed=seed
+    )
     orders = []
     for epoch in range(epochs):
         sampler.set_epoch(epoch)
@@ -681,13 +724,16 @@ def check_ex06(module: str = "exercises.ex06_distributed_sampler", timeout: floa
     def body(mod: ModuleType, report: _Report) -> None:
         world, size, epochs, seed = 2, 16, 3, 0
         try:
-            orders = launch(mod.epoch_orders, args=(world, size, epochs, seed), nprocs=world, method=FORK, timeout=timeout)
+            orders = launch(
+                mod.epoch_orders, args=(world, size, epochs, seed), nprocs=world, method=FORK, timeout=timeout
+            )
         except WorkerFailed as exc:
             _raise_if_stub_error(str(exc))
             if "process group" in str(exc):
                 report.fail(
                     "DistributedSampler asked for the default process group: pass num_replicas=world_size "
-                    "and rank=rank yourself (in real DDP code the group from init_process_group provides them)"
+                    "and rank=rank yourself (in real DDP code the group from init_process_group "
+                    "provides them)"
                 )
             else:
                 report.fail(f"a rank failed: {_error_line(str(exc))}")
@@ -710,7 +756,8 @@ def check_ex06(module: str = "exercises.ex06_distributed_sampler", timeout: floa
             report.fail("the indices are not shuffled: keep DistributedSampler's shuffle=True")
         elif all(epoch == orders[0][0] for epoch in orders[0]):
             report.fail(
-                "every epoch reads the same order: the sampler's shuffle is seeded with seed + epoch, so call "
+                "every epoch reads the same order: the sampler's shuffle is seeded with seed + epoch, "
+                "so call "
                 "sampler.set_epoch(epoch) at the start of every epoch"
             )
         elif orders != [_expected_orders(rank, world, size, epochs, seed) for rank in range(world)]:
@@ -806,8 +853,16 @@ def check_ex08(module: str = "exercises.ex08_exit_codes", timeout: float = 30.0)
             ("a child that returned normally", ctx.Process(target=_exit_with, args=(0,)), "ok"),
             ("a child that called sys.exit(3)", ctx.Process(target=_exit_with, args=(3,)), "error 3"),
             ("a child that raised an exception", ctx.Process(target=_raise_quietly), "error 1"),
-            ("a child killed by SIGKILL", ctx.Process(target=_kill_self, args=(signal.SIGKILL,)), "killed by SIGKILL"),
-            ("a child stopped with terminate()", ctx.Process(target=time.sleep, args=(30,)), "killed by SIGTERM"),
+            (
+                "a child killed by SIGKILL",
+                ctx.Process(target=_kill_self, args=(signal.SIGKILL,)),
+                "killed by SIGKILL",
+            ),
+            (
+                "a child stopped with terminate()",
+                ctx.Process(target=time.sleep, args=(30,)),
+                "killed by SIGTERM",
+            ),
         ]
         procs = [p for _, p, _ in cases]
         with running(procs, timeout=timeout):
@@ -819,7 +874,8 @@ def check_ex08(module: str = "exercises.ex08_exit_codes", timeout: float = 30.0)
             "running": "a process that has not finished has exitcode None: test `exitcode is None` first "
             "(`not exitcode` is also true for 0)",
             "ok": "exit code 0 means success",
-            "error": "a positive code n is the child's own exit status: 'error n' (an uncaught exception gives 1)",
+            "error": "a positive code n is the child's own exit status: 'error n' "
+            "(an uncaught exception gives 1)",
             "killed": "a negative code -n means the child was killed by signal n: signal.Signals(n).name",
         }
         checks = [("a child still running", running_code, "running")]
@@ -834,8 +890,10 @@ def check_ex08(module: str = "exercises.ex08_exit_codes", timeout: float = 30.0)
             if answer == expected:
                 report.ok(f"{what}: exitcode {code} -> {answer!r}")
             else:
-                report.fail(f"{what} has exitcode {code}: you said {answer!r}, expected {expected!r}. "
-                            f"{hints[expected.split()[0]]}")
+                report.fail(
+                    f"{what} has exitcode {code}: you said {answer!r}, expected {expected!r}. "
+                    f"{hints[expected.split()[0]]}"
+                )
 
     return _checked("ex08", module, ("explain_exitcode",), body)
 
