@@ -25,16 +25,34 @@ def _first_line(obj: object) -> str:
     return doc.strip().split("\n\n")[0].replace("\n", " ") if doc else "(no docstring)"
 
 
+class _Plain(str):
+    """An annotation string that prints without quotes (``from __future__ import annotations``)."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def _signature(obj: object) -> str:
+    try:
+        sig = inspect.signature(obj)
+    except (TypeError, ValueError):
+        return "(...)"
+    plain = [
+        p.replace(annotation=_Plain(p.annotation)) if isinstance(p.annotation, str) else p
+        for p in sig.parameters.values()
+    ]
+    ret = sig.return_annotation
+    sig = sig.replace(parameters=plain, return_annotation=_Plain(ret) if isinstance(ret, str) else ret)
+    text = str(sig)
+    return text.removesuffix(" -> None") if inspect.isclass(obj) else text
+
+
 def _entry(module, name: str) -> str:
     obj = getattr(module, name)
     if inspect.isclass(obj):
-        try:
-            signature = str(inspect.signature(obj))
-        except (TypeError, ValueError):
-            signature = "(...)"
-        return f"- **class `{name}{signature}`**: {_first_line(obj)}"
+        return f"- **class `{name}{_signature(obj)}`**: {_first_line(obj)}"
     if callable(obj):
-        return f"- `{name}{inspect.signature(obj)}`: {_first_line(obj)}"
+        return f"- `{name}{_signature(obj)}`: {_first_line(obj)}"
     return f"- `{name}` ({type(obj).__name__}): constant"
 
 
