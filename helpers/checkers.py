@@ -31,6 +31,7 @@ import signal
 import sys
 import time
 import traceback
+import warnings
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -787,7 +788,11 @@ def check_ex07(module: str = "exercises.ex07_iterable_sharding", timeout: float 
             dataset = mod.ShardedRange(0, n)
             options = {"multiprocessing_context": FORK, "timeout": timeout} if workers else {}
             try:
-                got = [int(x) for x in DataLoader(dataset, batch_size=None, num_workers=workers, **options)]
+                with warnings.catch_warnings():  # "suggested max number of worker" on a 2-core machine
+                    warnings.filterwarnings("ignore", message="This DataLoader will create")
+                    got = [
+                        int(x) for x in DataLoader(dataset, batch_size=None, num_workers=workers, **options)
+                    ]
             except NotImplementedError:
                 raise _NotAttempted from None
             except Exception as exc:
