@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # Per-cell limit for nbmake: a stuck cell fails the run instead of hanging it.
 CELL_TIMEOUT ?= 120
 
-.PHONY: setup lab test lint unit notebooks e2e html clean
+.PHONY: setup lab test lint unit notebooks e2e html clean test-spawn test-forkserver unit-spawn unit-forkserver api-docs
 
 setup: $(STAMP)
 
@@ -54,6 +54,21 @@ notebooks: $(STAMP)
 # index page plus one HTML page per notebook, plots embedded, into _site/ (gitignored).
 html: $(STAMP)
 	PYTHONPATH=$(CURDIR) $(PY) scripts/build_site.py --out _site --timeout $(CELL_TIMEOUT)
+# Portability: the same session with the default start method forced (conftest.py applies
+# MP_DEFAULT_START_METHOD in the test process, and an IPython start-up file in every notebook
+# kernel), as on macOS/Windows (spawn) and Linux with Python 3.14+ (forkserver).
+test-spawn test-forkserver: test-%: $(STAMP)
+	@git status --porcelain > $(VENV)/status-before 2>/dev/null || true
+	MP_DEFAULT_START_METHOD=$* $(PY) -m pytest tests helpers notebooks --doctest-modules --nbmake --nbmake-timeout=$(CELL_TIMEOUT) -m "not browser"
+	@git status --porcelain > $(VENV)/status-after 2>/dev/null || true
+	@diff $(VENV)/status-before $(VENV)/status-after || (echo "The test run changed the repository (above)."; exit 1)
+
+unit-spawn unit-forkserver: unit-%: $(STAMP)
+	MP_DEFAULT_START_METHOD=$* $(PY) -m pytest tests helpers --doctest-modules -m "not browser"
+
+# Regenerates docs/API.md from the helpers modules (tests/test_api_reference.py fails when it is stale).
+api-docs: $(STAMP)
+	$(PY) scripts/gen_api_reference.py
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache .ruff_cache _site

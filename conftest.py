@@ -1,12 +1,47 @@
-"""Leak checks for the whole suite: no child process survives a test, no /dev/shm entry the run."""
+"""Leak checks for the whole suite: no child process survives a test, no /dev/shm entry the run.
+
+Also the portability switch: with ``MP_DEFAULT_START_METHOD=spawn`` (or ``forkserver``) the test
+process and every notebook kernel nbmake starts run with that default start method, as on macOS /
+Windows (spawn) or Linux with Python 3.14+ (forkserver). See ``helpers.portability``.
+"""
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 import time
 
 import pytest
 
+from helpers.environment import default_start_method
+from helpers.portability import apply_forced_start_method, make_ipython_dir
 from helpers.processes import dev_shm_entries, live_children
+
+
+def pytest_configure(config):
+    method = apply_forced_start_method()
+    if method is None:
+        return
+    # Notebook kernels (nbmake) inherit this environment: an IPython start-up file sets the default.
+    ipython_dir = make_ipython_dir(tempfile.mkdtemp(prefix="ipython-mp-default-"), method)
+    config.stash[_IPYTHON_DIR] = (ipython_dir, os.environ.get("IPYTHONDIR"))
+    os.environ["IPYTHONDIR"] = str(ipython_dir)
+
+
+def pytest_unconfigure(config):
+    ipython_dir, previous = config.stash.get(_IPYTHON_DIR, (None, None))
+    if ipython_dir is None:
+        return
+    shutil.rmtree(ipython_dir, ignore_errors=True)
+    if previous is None:
+        os.environ.pop("IPYTHONDIR", None)
+    else:
+        os.environ["IPYTHONDIR"] = previous
+
+
+def pytest_report_header(config):
+    return f"default start method: {default_start_method()} (MP_DEFAULT_START_METHOD to force one)"
 
 
 def leftover_children(grace: float = 5.0) -> list[str]:
@@ -55,3 +90,4 @@ def pytest_sessionfinish(session, exitstatus):
 
 
 _SHM_BEFORE = pytest.StashKey[set]()
+_IPYTHON_DIR = pytest.StashKey[tuple]()

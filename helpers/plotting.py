@@ -9,8 +9,13 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import matplotlib.pyplot as plt
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.container import BarContainer
 
 __all__ = ["STYLE", "METHOD_COLORS", "new_figure", "bar_chart"]
 
@@ -34,7 +39,7 @@ METHOD_COLORS = {
 }
 
 
-def new_figure(title: str, xlabel: str = "", ylabel: str = "", ncols: int = 1):
+def new_figure(title: str, xlabel: str = "", ylabel: str = "", ncols: int = 1) -> tuple:
     """A figure in the series style with ``ncols`` axes side by side; returns ``(fig, ax_or_axes)``.
 
     The style is applied to this figure only, never through ``plt.style.context``: leaving that
@@ -55,7 +60,13 @@ def new_figure(title: str, xlabel: str = "", ylabel: str = "", ncols: int = 1):
     return fig, axes
 
 
-def bar_chart(ax, labels: Sequence[str], values: Sequence[float], fmt: str = "{:.1f}", colors=None):
+def bar_chart(
+    ax: Axes,
+    labels: Sequence[str],
+    values: Sequence[float],
+    fmt: str = "{:.1f}",
+    colors: Sequence[str] | None = None,
+) -> BarContainer:
     """Bars with their value written on top (numbers a reader should not have to estimate).
 
     >>> fig, ax = new_figure("demo")

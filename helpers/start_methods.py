@@ -84,10 +84,16 @@ def parallel_op(size: int = 4_000_000, threads: int | None = None) -> float:
     return float(torch.randn(size, dtype=torch.float64, generator=generator).float().sum())
 
 
-def report_rank(rank: int, results) -> None:
+def report_rank(rank: int, results: mp.queues.Queue) -> None:
     """For ``torch.multiprocessing.spawn``: put ``(rank, pid)`` on ``results``.
 
     ``mp.spawn`` calls ``fn(rank, *args)``: the rank comes first, always.
+
+    >>> import queue
+    >>> q = queue.Queue()
+    >>> report_rank(3, q)
+    >>> q.get() == (3, os.getpid())
+    True
     """
     results.put((rank, os.getpid()))
 

@@ -72,7 +72,10 @@ def test_default_start_method_does_not_fix_the_context():
 def test_environment_report_has_the_facts_a_reader_compares():
     report = environment_report()
     assert report["torch"] == torch.__version__
-    assert report["default_start_method"] == mp.get_all_start_methods()[0]
+    # The platform default, unless this process's default was set (e.g. MP_DEFAULT_START_METHOD).
+    assert report["default_start_method"] == (
+        mp.get_start_method(allow_none=True) or mp.get_all_start_methods()[0]
+    )
     assert report["sharing_strategy"] in report["sharing_strategies"]
     assert report["torch_threads"] == torch.get_num_threads()
     assert report["parallel_backend"] != "unknown"

@@ -1,0 +1,4 @@
+"""A sample assignment an instructor can hand out: see coursework/README.md.
+
+Run it as a plain script: ``python -m coursework.digits_search``.
+"""

@@ -1,0 +1,70 @@
+"""The helpers API contract: __version__, __all__ in every module, type hints and docstring examples on
+every public function, and docs/API.md in sync with the code (regenerate with `make api-docs`)."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+from pathlib import Path
+
+import pytest
+
+import helpers
+
+ROOT = Path(__file__).resolve().parent.parent
+_spec = importlib.util.spec_from_file_location("gen_api_reference", ROOT / "scripts" / "gen_api_reference.py")
+gen = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(gen)
+
+MODULES = gen.module_names()
+
+
+def _public_functions(module):
+    for name in module.__all__:
+        obj = getattr(module, name)
+        if inspect.isfunction(obj):
+            yield name, obj
+        elif inspect.isclass(obj) and obj.__module__ == module.__name__:
+            for attr, member in vars(obj).items():
+                if inspect.isfunction(member) and not attr.startswith("_"):
+                    yield f"{name}.{attr}", member
+
+
+def test_version_is_a_string():
+    assert isinstance(helpers.__version__, str) and helpers.__version__.count(".") >= 1
+
+
+def test_the_reference_page_is_up_to_date():
+    assert (ROOT / "docs" / "API.md").read_text() == gen.render(), (
+        "docs/API.md is out of date: run `make api-docs` (python scripts/gen_api_reference.py) and commit it"
+    )
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_module_declares_all_and_every_name_exists(name):
+    module = importlib.import_module(name)
+    assert isinstance(getattr(module, "__all__", None), list | tuple), f"{name} has no __all__"
+    missing = [item for item in module.__all__ if not hasattr(module, item)]
+    assert not missing, f"{name}.__all__ names what it does not define: {missing}"
+    assert module.__doc__, f"{name} has no module docstring"
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_public_functions_have_type_hints_and_a_docstring_example(name):
+    module = importlib.import_module(name)
+    problems = []
+    for qualname, fn in _public_functions(module):
+        signature = inspect.signature(fn)
+        unhinted = [
+            p.name
+            for p in signature.parameters.values()
+            if p.annotation is inspect.Parameter.empty
+            and p.name not in ("self", "cls")
+            and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)  # *args/**kwargs pass through
+        ]
+        if unhinted or signature.return_annotation is inspect.Signature.empty:
+            problems.append(f"{qualname}: type hints missing ({unhinted or 'return'})")
+        if ">>>" not in (inspect.getdoc(fn) or ""):
+            problems.append(f"{qualname}: no docstring example (>>>)")
+    assert not problems, f"{name}:\n  " + "\n  ".join(problems)

@@ -1,0 +1,137 @@
+"""Every checker accepts its reference solution, rejects the typical wrong answers with the right hint,
+and reports the untouched starter files as "not attempted" (without raising)."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+import pytest
+import torch
+
+import exercises
+import solutions
+from helpers import checkers
+from helpers.checkers import CHECKERS, CheckResult
+from helpers.environment import environment_report
+
+EXERCISE_MODULES = sorted(m.name for m in pkgutil.iter_modules(exercises.__path__))
+
+# (exercise, wrong-answer module in tests.wrong_answers, a phrase the feedback must contain)
+WRONG_ANSWERS = [
+    ("ex00", "ex00_fork_for_cuda", "you chose 'fork'"),
+    ("ex01", "ex01_lambda", "top-level `def`"),
+    ("ex01", "ex01_ignores_rank", "expected scale * (rank + 1)"),
+    ("ex01", "ex01_parent_pid", "not os.getppid()"),
+    ("ex02", "ex02_rebind", "did the worker rebind the tensor"),
+    ("ex02", "ex02_not_shared", "not in shared memory"),
+    ("ex03", "ex03_join_before_drain", "did you join the producer before reading"),
+    ("ex03", "ex03_no_sentinel", "no sentinel"),
+    ("ex04", "ex04_no_thread_limit", "torch.set_num_threads(1)"),
+    ("ex05", "ex05_same_seed", "torch.manual_seed(seed + rank)"),
+    ("ex05", "ex05_rebind_data", "never reached the shared model"),
+    ("ex06", "ex06_no_set_epoch", "set_epoch(epoch)"),
+    ("ex06", "ex06_no_rank", "pass rank=rank"),
+    ("ex06", "ex06_no_replicas", "num_replicas=world_size"),
+    ("ex07", "ex07_no_sharding", "came out 2 times"),
+    ("ex07", "ex07_drops_remainder", "never came out"),
+    ("ex07", "ex07_ignores_main_process", "get_worker_info() returns None"),
+    ("ex08", "ex08_not_exitcode", "`exitcode is None` first"),
+    ("ex08", "ex08_negative_as_error", "signal.Signals(n).name"),
+]
+
+# Faster settings for the tests: shorter deadlines for the deadlock/hang checks (the defaults leave
+# room for a slow learner machine), and fork for the wrong answers whose mistake fork shows as well
+# (spawn costs about a second per child; the reference solutions still run under spawn).
+FAST = {"ex03": {"timeout": 6.0}, "ex04": {"timeout": 6.0}}
+FORK_FOR_WRONG = {"ex01_ignores_rank": {"method": "fork"}, "ex01_parent_pid": {"method": "fork"}}
+FORK_FOR_WRONG.update({"ex02_rebind": {"methods": ("fork",)}, "ex02_not_shared": {"methods": ("fork",)}})
+
+
+def _check(exercise: str, module: str) -> CheckResult:
+    options = {**FAST.get(exercise, {}), **FORK_FOR_WRONG.get(module.rsplit(".", 1)[-1], {})}
+    result = CHECKERS[exercise](module, **options)
+    print(result)
+    return result
+
+
+def test_one_checker_per_exercise_and_a_solution_for_each():
+    assert [name[:4] for name in EXERCISE_MODULES] == sorted(CHECKERS)
+    assert sorted(m.name for m in pkgutil.iter_modules(solutions.__path__)) == EXERCISE_MODULES
+
+
+@pytest.mark.parametrize("name", EXERCISE_MODULES)
+def test_checker_accepts_the_reference_solution(name):
+    result = _check(name[:4], f"solutions.{name}")
+    assert result.passed, str(result)
+    assert result.feedback, "a pass says what was verified"
+
+
+@pytest.mark.parametrize("name", EXERCISE_MODULES)
+def test_starter_file_is_not_attempted_and_does_not_raise(name):
+    result = _check(name[:4], f"exercises.{name}")
+    assert (result.passed, result.attempted) == (False, False), str(result)
+    assert "not attempted yet" in str(result) and f"exercises/{name}.py" in str(result)
+
+
+def _gnu_openmp() -> bool:
+    return environment_report(probe_cuda=False)["openmp_runtime"] == "GNU libgomp"
+
+
+@pytest.mark.parametrize(("exercise", "module", "phrase"), WRONG_ANSWERS, ids=[w[1] for w in WRONG_ANSWERS])
+def test_checker_rejects_the_typical_wrong_answer(exercise, module, phrase):
+    if module == "ex04_no_thread_limit" and not _gnu_openmp():
+        pytest.skip("the fork hang needs GNU OpenMP (the pip CPU wheel on Linux)")
+    result = _check(exercise, f"tests.wrong_answers.{module}")
+    assert not result.passed and result.attempted, str(result)
+    assert any(phrase in line for line in result.feedback), str(result)
+
+
+def test_every_exercise_has_at_least_one_wrong_answer_and_every_wrong_answer_is_tested():
+    import tests.wrong_answers as wrong
+
+    modules = sorted(m.name for m in pkgutil.iter_modules(wrong.__path__))
+    assert modules == sorted(w[1] for w in WRONG_ANSWERS)
+    assert {w[0] for w in WRONG_ANSWERS} == set(CHECKERS)
+
+
+def test_a_file_that_does_not_import_gets_feedback_not_an_exception(tmp_path, monkeypatch):
+    (tmp_path / "broken_ex08.py").write_text("def explain_exitcode(code)\n    return 'ok'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    result = checkers.check_ex08("broken_ex08")
+    assert not result.passed and "does not import: SyntaxError" in result.feedback[0]
+
+
+def test_missing_names_are_reported(tmp_path, monkeypatch):
+    (tmp_path / "renamed_ex08.py").write_text("def explain(code):\n    return 'ok'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    result = checkers.check_ex08("renamed_ex08")
+    assert not result.passed and "has no explain_exitcode" in result.feedback[0]
+
+
+def test_check_result_prints_as_a_report():
+    text = str(CheckResult("ex42", passed=True, feedback=["fine"]))
+    assert text == "ex42: passed\n  - fine"
+
+
+def test_regression_batch_uses_the_global_rng():
+    torch.manual_seed(1)
+    first = checkers.regression_batch(3)
+    torch.manual_seed(1)
+    assert torch.equal(first[0], checkers.regression_batch(3)[0])
+
+
+def test_checker_restores_the_parents_thread_count():
+    before = torch.get_num_threads()
+    checkers.check_ex04("solutions.ex04_fork_safe")
+    assert torch.get_num_threads() == before
+
+
+def test_checkers_import_the_reloaded_file(tmp_path, monkeypatch):
+    target = tmp_path / "edited_ex00.py"
+    target.write_text("def choose_tool(scenario):\n    raise NotImplementedError\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert not checkers.check_ex00("edited_ex00").attempted
+    target.write_text("from solutions.ex00_choose_tool import choose_tool  # noqa: F401\n")
+    importlib.invalidate_caches()
+    assert checkers.check_ex00("edited_ex00").passed
