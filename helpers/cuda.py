@@ -37,12 +37,15 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import torch
 
 from helpers.processes import reap, run_python_script, run_with_deadline
 from helpers.start_methods import parallel_op
+
+if TYPE_CHECKING:  # matplotlib is imported inside plot_fixes: importing this module stays light
+    from matplotlib.figure import Figure
 
 __all__ = [
     # the CPU twin
@@ -117,7 +120,11 @@ class HangReport:
         return self.timed_out
 
     def summary(self) -> str:
-        """One line for printing."""
+        """One line for printing.
+
+        >>> HangReport("spawn", "spawn", None, True, 1.234, 60.0).summary()
+        'spawn                            finished in  1.23 s'
+        """
         if self.finished:
             return f"{self.label:<32} finished in {self.seconds:5.2f} s"
         if not self.timed_out:
@@ -215,7 +222,7 @@ def openmp_fixes(hang_timeout: float = 3.0, timeout: float = 60.0) -> list[HangR
     return reports
 
 
-def plot_fixes(reports: list[HangReport]):
+def plot_fixes(reports: list[HangReport]) -> Figure:
     """Bar chart: seconds per variant; a hung child's bar reaches its deadline and is hatched.
 
     >>> fig = plot_fixes([HangReport("spawn", "spawn", None, True, 1.2, 60.0)])
@@ -467,7 +474,13 @@ def _body_info() -> dict:
 
 
 def gpu_info(timeout: float = 120.0) -> dict:
-    """Device name(s), driver, torch and CUDA versions, Python and the date: a transcript's header."""
+    """Device name(s), driver, torch and CUDA versions, Python and the date: a transcript's header.
+
+    Not run as a doctest: it needs a CUDA device.
+
+    >>> sorted(gpu_info())  # doctest: +SKIP
+    ['cuda_runtime', 'date', 'device', 'devices', 'driver', 'python', 'stderr', 'torch']
+    """
     return _run_fresh("_body_info", timeout)
 
 
@@ -509,7 +522,12 @@ def fork_after_cuda_init(timeout: float = 60.0) -> dict:
     """(a) A parent creates a CUDA tensor, then forks; the child tries a CUDA op. Fresh interpreter.
 
     Expected outcome: ``child_outcome`` starts with ``RuntimeError: Cannot re-initialize CUDA in
-    forked subprocess``.
+    forked subprocess``. Not run as a doctest: it needs a CUDA device.
+
+    >>> fork_after_cuda_init()["child_outcome"].startswith(  # doctest: +SKIP
+    ...     "RuntimeError: Cannot re-initialize CUDA in forked subprocess"
+    ... )
+    True
     """
     return _run_fresh("_body_fork_after_init", timeout + 120, timeout=timeout)
 
@@ -547,7 +565,11 @@ def poison_table(timeout: float = 60.0, calls: tuple[str, ...] = POISON_CALLS) -
     Each case runs in its own fresh interpreter: it makes the call, records
     ``torch.cuda.is_initialized()``, then forks a child that reports ``_cuda_isInBadFork()`` and the
     outcome of a CUDA op. Measured, not assumed: the answer depends on the torch version and on
-    whether NVML works on the machine.
+    whether NVML works on the machine. Not run as a doctest: it needs a CUDA device.
+
+    >>> rows = poison_table(calls=("a CUDA tensor",))  # doctest: +SKIP
+    >>> [(row["nvml_check"], row["parent_initialized"]) for row in rows]  # doctest: +SKIP
+    [(False, True), (True, True)]
     """
     rows = []
     for nvml in (False, True):
@@ -572,6 +594,11 @@ def _body_fixes(timeout: float) -> dict:
 def cuda_fixes(timeout: float = 120.0) -> list[dict]:
     """(c) The fixes: spawn and forkserver children of a CUDA-initialised parent, and a fork child of
     a parent that kept CUDA out (it never touched CUDA). Each row: fix, parent state, child outcome.
+
+    Not run as a doctest: it needs a CUDA device.
+
+    >>> all(row["child_outcome"].startswith("ok") for row in cuda_fixes())  # doctest: +SKIP
+    True
     """
     after_init = _run_fresh("_body_fixes", timeout * 2 + 120, timeout=timeout)
     rows = [
@@ -616,6 +643,10 @@ def cuda_ipc_queue(timeout: float = 120.0) -> dict:
     """(d) A CUDA tensor through a torch Queue to a spawn child, which adds 1 in place.
 
     CUDA IPC shares the memory, no copy: ``producer_sees`` is all ones after the consumer's write.
+    Not run as a doctest: it needs a CUDA device.
+
+    >>> cuda_ipc_queue()["producer_sees"]  # doctest: +SKIP
+    [1.0, 1.0, 1.0, 1.0]
     """
     return _run_fresh("_body_ipc", timeout + 120, timeout=timeout)
 
@@ -646,7 +677,10 @@ def _body_broken(timeout: float) -> dict:
 def broken_keep_alive(timeout: float = 60.0) -> dict:
     """(d) The keep-alive rule broken: a spawn producer puts a CUDA tensor and exits before the
     consumer (a fresh interpreter) gets it. What happens is reported, not assumed; ``stderr`` holds
-    torch's warnings from both processes.
+    torch's warnings from both processes. Not run as a doctest: it needs a CUDA device.
+
+    >>> sorted(broken_keep_alive())  # doctest: +SKIP
+    ['consumer_outcome', 'producer_exitcode', 'stderr']
     """
     return _run_fresh("_body_broken", timeout * 2 + 120, timeout=timeout)
 
@@ -683,12 +717,25 @@ def _body_devices(timeout: float) -> dict:
 
 def per_process_devices(timeout: float = 120.0) -> dict:
     """(d) One GPU per process: ``torch.cuda.set_device(rank % n)`` and ``CUDA_VISIBLE_DEVICES``,
-    each in ``max(2, n)`` spawn workers (with one GPU, two workers share it)."""
+    each in ``max(2, n)`` spawn workers (with one GPU, two workers share it).
+
+    Not run as a doctest: it needs a CUDA device.
+
+    >>> result = per_process_devices()  # doctest: +SKIP
+    >>> len(result["set_device"]) == max(2, result["ndevices"])  # doctest: +SKIP
+    True
+    """
     return _run_fresh("_body_devices", timeout * 2 + 120, timeout=timeout)
 
 
 def run_gpu_demos(timeout: float = 120.0, progress: TextIO | None = None) -> dict:
-    """Every GPU demo, in order: a dict of their results (needs CUDA; see :func:`cuda_present`)."""
+    """Every GPU demo, in order: a dict of their results (needs CUDA; see :func:`cuda_present`).
+
+    Not run as a doctest: it needs a CUDA device and takes minutes.
+
+    >>> list(run_gpu_demos())[:2]  # doctest: +SKIP
+    ['fork_after_cuda_init', 'poison_table']
+    """
     demos = {
         "fork_after_cuda_init": fork_after_cuda_init,
         "poison_table": poison_table,
@@ -711,6 +758,13 @@ def check_gpu_results(results: dict) -> None:
     Only what the docs promise is asserted: fork after init fails, a CUDA tensor in the parent
     poisons fork, spawn and forkserver work, a parent that never touched CUDA forks fine, and CUDA
     IPC shares memory. Which *queries* poison fork is measured and printed, never asserted.
+    The first example runs anywhere; the second is not run as a doctest: it needs a CUDA device.
+
+    >>> check_gpu_results({"fork_after_cuda_init": {"parent_initialized": False}})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    AssertionError: {'parent_initialized': False}...
+    >>> check_gpu_results(run_gpu_demos())  # doctest: +SKIP
     """
     first = results["fork_after_cuda_init"]
     assert first.get("parent_initialized") is True, first
@@ -816,7 +870,11 @@ def format_transcript(info: dict, results: dict) -> str:
 
 
 def read_transcript_text(text: str) -> tuple[dict, str]:
-    """Split a transcript into its header (``key: value`` lines before the first ``##``) and text."""
+    """Split a transcript into its header (``key: value`` lines before the first ``##``) and text.
+
+    >>> read_transcript_text("device: GPU X\\ndate: today\\n## (a) a demo\\nchild outcome: ok\\n")[0]
+    {'device': 'GPU X', 'date': 'today'}
+    """
     header = {}
     for line in text.splitlines():
         if line.startswith("## "):
@@ -855,7 +913,14 @@ def recorded_banner(header: dict) -> str:
 def write_transcript(out: TextIO, timeout: float = 120.0, progress: TextIO | None = None) -> dict | None:
     """Run every GPU demo and write the transcript to ``out``; return the results.
 
-    Without CUDA, write nothing and return None.
+    Without CUDA, write nothing and return None. Not run as a doctest: on a GPU it runs every demo
+    (minutes).
+
+    >>> import io
+    >>> out = io.StringIO()
+    >>> results = write_transcript(out)  # doctest: +SKIP
+    >>> out.getvalue().startswith("# helpers.cuda: GPU demos")  # doctest: +SKIP
+    True
     """
     if not cuda_present():
         return None
@@ -869,7 +934,13 @@ def write_transcript(out: TextIO, timeout: float = 120.0, progress: TextIO | Non
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m helpers.cuda``: run the GPU demos and print (or save) the transcript."""
+    """``python -m helpers.cuda``: run the GPU demos and print (or save) the transcript.
+
+    Not run as a doctest: a CLI entry point that needs a CUDA device and takes minutes.
+
+    >>> main(["--output", "notebooks/transcripts/04_fork_and_cuda.txt", "--check"])  # doctest: +SKIP
+    0
+    """
     parser = argparse.ArgumentParser(
         prog="python -m helpers.cuda",
         description="Run notebook 04's GPU demos (fork after CUDA init, which calls poison fork, the "

@@ -20,6 +20,7 @@ import multiprocessing as mp
 import os
 import random
 import time
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -189,7 +190,7 @@ def draws(
     num_workers: int = 2,
     seed: int | None = 0,
     method: str = FAST_METHOD,
-    worker_init_fn=None,
+    worker_init_fn: Callable[[int], None] | None = None,
 ) -> list[tuple[int, int, int]]:
     """Draw ``n`` items of :class:`RandomDraws` through a shuffling DataLoader.
 
