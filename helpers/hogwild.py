@@ -29,6 +29,16 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+    from multiprocessing.queues import Queue as MPQueue
+    from multiprocessing.synchronize import Barrier, Event
+
+    import torch
+    from matplotlib.figure import Figure
+    from torch import nn
 
 __all__ = [
     "Digits",
@@ -85,7 +95,7 @@ def load_digits_split(test_size: float = 0.25, seed: int = 0) -> Digits:
     return Digits(as_x(x_tr), as_y(y_tr), as_x(x_te), as_y(y_te))
 
 
-def make_model(seed: int = 0, hidden: int = 256):
+def make_model(seed: int = 0, hidden: int = 256) -> nn.Sequential:
     """A fresh MLP 64-hidden-hidden-10 with weights drawn from ``seed``.
 
     >>> sum(p.numel() for p in make_model().parameters())
@@ -103,7 +113,7 @@ def make_model(seed: int = 0, hidden: int = 256):
     return model
 
 
-def evaluate(model, x, y) -> float:
+def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
     """Fraction of ``x`` that ``model`` classifies as ``y`` (no gradients, model's device).
 
     >>> d = load_digits_split()
@@ -120,16 +130,16 @@ def evaluate(model, x, y) -> float:
 
 def train_worker(
     rank: int,
-    model,
+    model: nn.Module,
     data: Digits,
     steps: int,
     lr: float,
     seed: int,
     threads: int,
-    reports,
+    reports: queue.Queue | queue.SimpleQueue | MPQueue,
     report_every: int = 25,
     device: str = "cpu",
-    lock=None,
+    lock: AbstractContextManager | None = None,
 ) -> None:
     """One Hogwild worker: ``steps`` SGD steps on the shared ``model``; progress goes to ``reports``.
 
@@ -219,7 +229,13 @@ class History:
         return sum(w["samples"] for w in self.workers.values())
 
     def summary(self) -> str:
-        """One line: label, wall time, steady-state samples/s, final test accuracy."""
+        """One line: label, wall time, steady-state samples/s, final test accuracy.
+
+        >>> h = History("demo", 1, 1, "in-process", workers={0: {"samples": 3200}}, wall=2.0,
+        ...             steady=1600.0, test_accuracy=0.9)
+        >>> h.summary()
+        'demo                   wall  2.00 s | steady   1.6k samples/s | 3,200 samples | test accuracy 0.900'
+        """
         return (
             f"{self.label:<22} wall {self.wall:5.2f} s | steady {self.steady / 1e3:5.1f}k samples/s | "
             f"{self.samples:,} samples | test accuracy {self.test_accuracy:.3f}"
@@ -400,7 +416,13 @@ def train_single(
     return history._finish(wall, model, data)
 
 
-def add_ones(rank: int, tensor, adds: int, lock=None, start=None) -> None:
+def add_ones(
+    rank: int,
+    tensor: torch.Tensor,
+    adds: int,
+    lock: AbstractContextManager | None = None,
+    start: Event | Barrier | None = None,
+) -> None:
     """Add 1 to every element of the shared ``tensor``, ``adds`` times (in place, one thread).
 
     ``tensor += 1`` is a read-modify-write per element: two processes doing it at the same moment
@@ -457,7 +479,7 @@ def lost_updates(
     return int((expected - tensor.double()).sum().item())
 
 
-def plot_history(history: History, title: str | None = None):
+def plot_history(history: History, title: str | None = None) -> Figure:
     """Two panels: loss per worker over time, and rank 0's test accuracy over time.
 
     >>> fig = plot_history(train_single(epochs=2))

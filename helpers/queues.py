@@ -20,11 +20,23 @@ import multiprocessing as mp
 import statistics
 import threading
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
 from helpers.processes import reap, running
+
+if TYPE_CHECKING:
+    import queue
+    from collections.abc import Sequence
+    from multiprocessing.connection import Connection
+    from multiprocessing.queues import Queue as MPQueue
+    from multiprocessing.queues import SimpleQueue as MPSimpleQueue
+    from multiprocessing.synchronize import Event
+
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 __all__ = [
     "FAST_METHOD",
@@ -76,10 +88,17 @@ def feeder_threads() -> int:
     return sum(t.name == "QueueFeederThread" for t in threading.enumerate())
 
 
-def pipe_doubler(conn) -> None:
+def pipe_doubler(conn: Connection) -> None:
     """Child end of a duplex ``Pipe``: receive tensors, send back ``2 * t``, stop on ``None``.
 
     Waits at most 30 s for each message (``poll``), so a parent that vanishes cannot strand it.
+    Shown here in one process, both ends of the pipe in this process:
+
+    >>> parent, child = mp.Pipe()
+    >>> parent.send(torch.ones(2)); parent.send(None)
+    >>> pipe_doubler(child)
+    >>> parent.recv()
+    tensor([2., 2.])
     """
     torch.set_num_threads(1)
     while conn.poll(30):
@@ -90,10 +109,19 @@ def pipe_doubler(conn) -> None:
     conn.close()
 
 
-def consume(rank: int, inbox, outbox, timeout: float = 30.0) -> None:
+def consume(
+    rank: int, inbox: MPQueue | queue.Queue, outbox: MPQueue | queue.Queue, timeout: float = 30.0
+) -> None:
     """Consumer: take tensors from ``inbox`` until a ``None`` sentinel, report ``(rank, sum)`` each.
 
     Puts ``("done", rank)`` when it sees its sentinel. Every get is bounded by ``timeout``.
+
+    >>> import queue
+    >>> inbox, outbox = queue.Queue(), queue.Queue()
+    >>> inbox.put(torch.ones(3)); inbox.put(None)
+    >>> consume(1, inbox, outbox)
+    >>> outbox.get(), outbox.get()
+    ((1, 3.0), ('done', 1))
     """
     torch.set_num_threads(1)
     while True:
@@ -145,17 +173,35 @@ def run_pipeline(
     return {"per_consumer": per_consumer, "checksum_ok": total == expected, "exitcodes": exitcodes}
 
 
-def put_array(q, nbytes: int) -> None:
-    """Producer: put one float32 NumPy array of ``nbytes`` bytes (pickled whole), then exit."""
+def put_array(q: MPQueue | MPSimpleQueue | queue.Queue, nbytes: int) -> None:
+    """Producer: put one float32 NumPy array of ``nbytes`` bytes (pickled whole), then exit.
+
+    >>> q = mp.get_context("spawn").SimpleQueue()
+    >>> put_array(q, 16)
+    >>> q.get()
+    array([1., 1., 1., 1.], dtype=float32)
+    """
     torch.set_num_threads(1)  # no torch op here, but the rule for fork workers holds everywhere
     q.put(np.ones(nbytes // 4, dtype=np.float32))
 
 
-def put_tensor(q, nbytes: int, consumed=None, timeout: float = 30.0) -> None:
+def put_tensor(
+    q: MPQueue | MPSimpleQueue | queue.Queue,
+    nbytes: int,
+    consumed: Event | None = None,
+    timeout: float = 30.0,
+) -> None:
     """Producer: put one float32 tensor of ``nbytes`` bytes (a shared-memory handle), then exit.
 
     With an Event ``consumed``, stay alive until it is set (at most ``timeout`` s): the consumer
     fetches the shared memory from this process, which must still exist then.
+
+    >>> ctx = mp.get_context("spawn")
+    >>> q, consumed = ctx.SimpleQueue(), ctx.Event()
+    >>> consumed.set()  # already set: returns at once
+    >>> put_tensor(q, 16, consumed)
+    >>> q.get()
+    tensor([1., 1., 1., 1.])
     """
     torch.set_num_threads(1)
     q.put(torch.ones(nbytes // 4))
@@ -226,9 +272,24 @@ def handoff_order(
     return result
 
 
-def pool_producer(rank: int, buffers: list, free, full, n_items: int, timeout: float = 30.0) -> None:
+def pool_producer(
+    rank: int,
+    buffers: list[torch.Tensor],
+    free: MPQueue | queue.Queue,
+    full: MPQueue | queue.Queue,
+    n_items: int,
+    timeout: float = 30.0,
+) -> None:
     """Producer side of a buffer pool: take a free buffer index, fill that buffer in place, pass the
-    index on; ``None`` at the end. Only small integers cross the queues; the data never moves."""
+    index on; ``None`` at the end. Only small integers cross the queues; the data never moves.
+
+    >>> import queue
+    >>> buffers, free, full = [torch.zeros(2), torch.zeros(2)], queue.Queue(), queue.Queue()
+    >>> free.put(0); free.put(1)
+    >>> pool_producer(0, buffers, free, full, n_items=2)
+    >>> [full.get() for _ in range(3)], [b.tolist() for b in buffers]
+    ([(0, 0), (1, 1), None], [[0.0, 0.0], [1.0, 1.0]])
+    """
     torch.set_num_threads(1)
     for i in range(n_items):
         index = free.get(timeout=timeout)
@@ -315,8 +376,8 @@ def _payload(how: str, size_mb: float, value: float, cache: dict):
 
 
 def handoff_times(
-    sizes_mb=(1, 16, 256),
-    methods=HANDOFF_METHODS,
+    sizes_mb: Sequence[float] = (1, 16, 256),
+    methods: Sequence[str] = HANDOFF_METHODS,
     repeat: int = 3,
     method: str = FAST_METHOD,
     budget_s: float = 2.0,
@@ -397,7 +458,9 @@ def speedups(rows: list[dict], baseline: str = "pickled numpy") -> dict:
 _COLORS = dict(zip(HANDOFF_METHODS, ("#d95f02", "#7570b3", "#1b9e77", "#e7298a"), strict=True))
 
 
-def plot_handoff(rows: list[dict], title: str = "Handing a payload to another process"):
+def plot_handoff(
+    rows: list[dict], title: str = "Handing a payload to another process"
+) -> tuple[Figure, Axes]:
     """Log-log plot of handoff time (ms) against payload size (MB), one line per method.
 
     >>> fig, ax = plot_handoff([{"method": "fresh tensor", "size_mb": 1, "seconds": 0.01},

@@ -139,7 +139,9 @@ def nudge_weights(rank: int, model: torch.nn.Module, amount: float = 1.0) -> Non
             p.add_(amount)
 
 
-def increment_counter(rank: int, counter: torch.Tensor, n: int, lock=None) -> None:
+def increment_counter(
+    rank: int, counter: torch.Tensor, n: int, lock: contextlib.AbstractContextManager | None = None
+) -> None:
     """Add 1 to ``counter[0]`` ``n`` times: read, yield the CPU, write (under ``lock`` if given).
 
     The yield (``time.sleep(0)``) widens the window between read and write, so that without a
