@@ -66,6 +66,16 @@ def pytest_collection_modifyitems(items):
 
 
 @pytest.fixture(autouse=True)
+def restore_torch_threads():
+    """Worker functions called in-process (doctests) set one thread; later tests expect the default."""
+    import torch
+
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(autouse=True)
 def no_leftover_children():
     yield
     left = leftover_children()
