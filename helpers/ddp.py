@@ -28,10 +28,19 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
+from typing import IO, TYPE_CHECKING
 
 import psutil
+
+if TYPE_CHECKING:  # torch and matplotlib are imported inside the functions: importing this stays light
+    import torch
+    from matplotlib.axes import Axes
+    from torch import nn
+    from torch.nn.parallel import DistributedDataParallel
+    from torch.utils.data.distributed import DistributedSampler
 
 __all__ = [
     "CONFIG",
@@ -176,7 +185,9 @@ def init_distributed(
 # --- data, model, training ------------------------------------------------------------------------
 
 
-def digits_data(n_train: int = CONFIG["n_train"]):
+def digits_data(
+    n_train: int = CONFIG["n_train"],
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """scikit-learn's bundled 8x8 digits as float tensors: ``(X_train, y_train, X_test, y_test)``.
 
     >>> X, y, X_test, y_test = digits_data()
@@ -192,7 +203,7 @@ def digits_data(n_train: int = CONFIG["n_train"]):
     return X[:n_train], y[:n_train], X[n_train:], y[n_train:]
 
 
-def make_model(seed: int = 0, hidden: int = CONFIG["hidden"]):
+def make_model(seed: int = 0, hidden: int = CONFIG["hidden"]) -> nn.Sequential:
     """A 64-``hidden``-10 MLP whose initial weights depend only on ``seed``.
 
     >>> a, b = make_model(0), make_model(0)
@@ -210,7 +221,15 @@ def make_model(seed: int = 0, hidden: int = CONFIG["hidden"]):
 
 
 def train_loop(
-    model, X, y, sampler, batch_size: int, epochs: int, lr: float, progress=None, device="cpu"
+    model: nn.Module,
+    X: torch.Tensor,
+    y: torch.Tensor,
+    sampler: DistributedSampler,
+    batch_size: int,
+    epochs: int,
+    lr: float,
+    progress: IO[str] | None = None,
+    device: torch.device | str = "cpu",
 ) -> dict:
     """Plain SGD over the batches that ``sampler`` picks, calling ``sampler.set_epoch`` each epoch.
 
@@ -281,11 +300,22 @@ def _param_sum(model) -> float:
         return float(sum(p.sum() for p in model.parameters()))
 
 
-def train_ddp(rank: int, world_size: int, config: dict, device, progress=None) -> tuple:
+def train_ddp(
+    rank: int, world_size: int, config: dict, device: torch.device, progress: IO[str] | None = None
+) -> tuple[DistributedDataParallel, dict]:
     """One rank's DDP training (process group already initialised). Returns ``(ddp_model, info)``.
 
     Each rank builds its model with a *different* seed (``seed + rank``) on purpose: DDP's
     constructor broadcasts rank 0's parameters, so all ranks start from rank 0's weights anyway.
+    ``progress``: a file for a tqdm bar (``None``: no bar).
+
+    >>> import torch, torch.distributed as dist
+    >>> init_distributed(0, 1, free_port(), timeout=10)  # a group of one: runs on any CPU
+    >>> cfg = {**CONFIG, "n_train": 256, "epochs": 1}
+    >>> ddp_model, info = train_ddp(0, 1, cfg, torch.device("cpu"))
+    >>> len(info["losses"]), info["param_sum_before"] == info["param_sum_after"]
+    (8, True)
+    >>> dist.destroy_process_group()
     """
     import torch
     from torch.nn.parallel import DistributedDataParallel as DDP
@@ -410,6 +440,14 @@ def lesson_worker(rank: int, world_size: int, port: int, out_dir: str, config: d
 
     Collectives, the source texts' device mistakes (CPU only), DDP training, ``no_sync``
     accumulation and a checkpoint; the results go to ``out_dir/rank{rank}.pt`` for the parent.
+
+    Not run here: it runs inside launched ranks (:func:`run_lesson`'s example runs it on one rank).
+
+    >>> from helpers.launch import spawn_with_deadline
+    >>> with tempfile.TemporaryDirectory() as out_dir:  # doctest: +SKIP
+    ...     spawn_with_deadline(lesson_worker, args=(2, free_port(), out_dir, CONFIG), nprocs=2)
+    ...     sorted(p.name for p in Path(out_dir).glob("rank*.pt"))
+    ['rank0.pt', 'rank1.pt']
     """
     import torch
     import torch.distributed as dist
@@ -485,6 +523,14 @@ def fail_on_rank(rank: int, world_size: int, port: int, failing_rank: int) -> No
     first, terminates them and re-raises it in the parent. (A rank that dies *after* joining makes
     the others fail too, with a gloo "Connection reset by peer"; which of those errors the launcher
     reports first is then a race.)
+
+    Not run here: it starts two ranks (seconds of process start-up).
+
+    >>> from helpers.launch import spawn_with_deadline
+    >>> spawn_with_deadline(fail_on_rank, args=(2, free_port(), 1), nprocs=2)  # doctest: +SKIP
+    Traceback (most recent call last):
+    ...
+    torch.multiprocessing.spawn.ProcessRaisedException: ...
     """
     import torch
     import torch.distributed as dist
@@ -501,7 +547,18 @@ def fail_on_rank(rank: int, world_size: int, port: int, failing_rank: int) -> No
 
 def join_group(rank: int, world_size: int, port: int, timeout: float) -> None:
     """Only join the group (and leave it). Started with fewer than ``world_size`` processes, it
-    fails after ``timeout`` seconds instead of waiting forever."""
+    fails after ``timeout`` seconds instead of waiting forever.
+
+    >>> join_group(0, 1, free_port(), timeout=10)  # the whole group: joins and leaves at once
+
+    The failing case (one process of two) is not run here: it starts a process and waits the timeout.
+
+    >>> from helpers.launch import spawn_with_deadline
+    >>> spawn_with_deadline(join_group, args=(2, free_port(), 3.0), nprocs=1)  # doctest: +SKIP
+    Traceback (most recent call last):
+    ...
+    torch.multiprocessing.spawn.ProcessRaisedException: ...
+    """
     import torch.distributed as dist
 
     init_distributed(rank, world_size, port, "gloo", timeout=timeout)
@@ -556,6 +613,12 @@ def run_torchrun(nproc: int = 2, timeout: float = 120.0, backend: str = CONFIG["
     Past ``timeout`` the agent and its workers are killed and ``subprocess.TimeoutExpired`` raised.
 
     Returns ``{"state": ..., "env": {...}, "returncode": int, "output": str, "seconds": float}``.
+
+    Not run here: torchrun starts an agent and ``nproc`` ranks (seconds of start-up).
+
+    >>> run = run_torchrun(2)  # doctest: +SKIP
+    >>> run["returncode"], run["env"]["WORLD_SIZE"]  # doctest: +SKIP
+    (0, '2')
     """
     import torch
 
@@ -598,8 +661,17 @@ def run_torchrun(nproc: int = 2, timeout: float = 120.0, backend: str = CONFIG["
     }
 
 
-def plot_training(run: dict, axes=None):
-    """Per-rank loss per step and samples/s per epoch of a :func:`run_lesson` result."""
+def plot_training(run: dict, axes: Sequence[Axes] | None = None) -> Sequence[Axes]:
+    """Per-rank loss per step and samples/s per epoch of a :func:`run_lesson` result.
+
+    ``axes``: a (loss, throughput) pair to draw into; ``None``: a new figure. Returns the pair.
+
+    >>> import matplotlib.pyplot as plt
+    >>> run = {"ranks": [{"rank": 0, "training": {"losses": [2.3, 1.1], "samples_per_s": [900.0]}}]}
+    >>> [ax.get_title() for ax in plot_training(run)]
+    ['local loss per step', 'throughput per rank']
+    >>> plt.close("all")
+    """
     from helpers.plotting import new_figure
 
     if axes is None:
@@ -627,6 +699,13 @@ def plot_world_size(world_size: int = 2) -> dict:
     """Widget callback: train on ``world_size`` ranks (1 to 3), plot loss and throughput per rank.
 
     Returns a summary (steps per rank, total samples/s, wall seconds). Runs are cached.
+
+    Not run here: it launches ``world_size`` ranks (seconds) and shows a figure.
+
+    >>> summary = plot_world_size(2)  # doctest: +SKIP
+    {'world_size': 2, 'steps_per_rank': 72, 'total_samples_per_s': ..., 'wall_seconds': ...}
+    >>> summary["steps_per_rank"]  # doctest: +SKIP
+    72
     """
     import matplotlib.pyplot as plt
 

@@ -27,12 +27,19 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psutil
 
 from helpers.processes import ChildResult, reap, run_python_script, run_with_deadline
+
+if TYPE_CHECKING:
+    import multiprocessing.queues
+    import multiprocessing.synchronize
+    import queue
 
 __all__ = [
     "take_lock_twice",
@@ -61,10 +68,15 @@ __all__ = [
 # --- 1. Hangs -------------------------------------------------------------------------------------
 
 
-def take_lock_twice(ready=None) -> None:
+def take_lock_twice(ready: threading.Event | multiprocessing.synchronize.Event | None = None) -> None:
     """Deadlock on purpose: acquire a non-reentrant ``threading.Lock`` twice. Never returns.
 
     ``ready`` (an Event), when given, is set just before the second acquire.
+    Not run here: it hangs on purpose (run it in a child with a deadline).
+
+    >>> hung = run_with_deadline(take_lock_twice, timeout=2)  # doctest: +SKIP
+    >>> hung.timed_out  # doctest: +SKIP
+    True
     """
     lock = threading.Lock()
     lock.acquire()
@@ -78,6 +90,11 @@ def stuck_with_watchdog(dump_after: float = 1.0) -> None:
 
     After ``dump_after`` seconds the watchdog writes every thread's stack to stderr, while the
     process stays stuck: the parent's deadline then ends it.
+    Not run here: it hangs on purpose (run it in a child with a deadline).
+
+    >>> hung = run_with_deadline(stuck_with_watchdog, kwargs={"dump_after": 0.5}, timeout=5)  # doctest: +SKIP
+    >>> hung.timed_out, "in take_lock_twice" in hung.output  # doctest: +SKIP
+    (True, True)
     """
     faulthandler.dump_traceback_later(dump_after, exit=False)
     take_lock_twice()
@@ -392,7 +409,11 @@ def _grid_here(processes, threads, reps, size, timeout) -> dict:
 
 
 def oversubscription_grid(
-    processes=(1, 2, 4), threads=(1, 2), reps: int = 20, size: int = 256, timeout: float = 60.0
+    processes: Sequence[int] = (1, 2, 4),
+    threads: Sequence[int] = (1, 2),
+    reps: int = 20,
+    size: int = 256,
+    timeout: float = 60.0,
 ) -> dict[tuple[int, int], float]:
     """Matmuls per second for each (processes, threads per process), all processes running at once.
 
@@ -419,7 +440,7 @@ def oversubscription_grid(
 # --- 5. Logging from children ---------------------------------------------------------------------
 
 
-def log_from_child(rank: int, log_queue) -> int:
+def log_from_child(rank: int, log_queue: queue.Queue | multiprocessing.queues.Queue) -> int:
     """Send this child's log records to ``log_queue`` through a ``QueueHandler``; return the rank.
 
     >>> import queue
@@ -444,11 +465,18 @@ class ListHandler(logging.Handler):
     'hi'
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
         self.records: list[logging.LogRecord] = []
 
     def emit(self, record: logging.LogRecord) -> None:
+        """Keep ``record`` (``handle`` calls this after the handler's filters and lock).
+
+        >>> handler = ListHandler()
+        >>> handler.emit(logging.makeLogRecord({"msg": "kept"}))
+        >>> [r.getMessage() for r in handler.records]
+        ['kept']
+        """
         self.records.append(record)
 
 
