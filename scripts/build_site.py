@@ -109,10 +109,12 @@ def build_site(notebooks: list[Path], out: Path, timeout: int = 180, execute: bo
     exporter = HTMLExporter(template_name="lab")
     pages = []
     with tempfile.TemporaryDirectory(prefix="build-site-") as tmp:
+        # One copy of each notebook's folder, as a learner has it (00 checks its siblings).
+        workdir = Path(tmp) / "notebooks"
+        workdir.mkdir()
+        for sibling in {p for source in notebooks for p in source.parent.glob("*.ipynb")}:
+            shutil.copy2(sibling, workdir / sibling.name)
         for source in notebooks:
-            workdir = Path(tmp) / source.stem
-            workdir.mkdir()
-            shutil.copy2(source, workdir / source.name)
             nb = nbformat.read(workdir / source.name, as_version=4)
             title, summary = notebook_title(nb)
             title = title or source.stem
