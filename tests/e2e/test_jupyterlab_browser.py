@@ -121,13 +121,14 @@ def _move_a_control(page) -> str | None:
         dropdown = box.locator(".widget-dropdown select").first
         slider = box.locator(".widget-slider .noUi-handle, .widget-slider .slider-handle").first
         if dropdown.count():
+            # By index: labels render spaces as no-break spaces, so text comparisons mislead.
             options = dropdown.locator("option").all_inner_texts()
-            current = dropdown.input_value()
-            target = next((o for o in options if o != current), None)
-            if target is None:
+            current = dropdown.evaluate("select => select.selectedIndex")
+            if len(options) < 2:
                 continue
-            dropdown.select_option(label=target)
-            moved = f"dropdown {current!r} -> {target!r}"
+            target = (current + 1) % len(options)
+            dropdown.select_option(index=target)
+            moved = f"dropdown {options[current]!r} -> {options[target]!r}"
         elif slider.count():
             slider.focus()
             slider.press("ArrowRight")
