@@ -35,7 +35,7 @@ lint: $(STAMP)
 # as clean afterwards as before.
 test: lint
 	@git status --porcelain > $(VENV)/status-before 2>/dev/null || true
-	$(PY) -m pytest tests helpers notebooks --doctest-modules --nbmake --nbmake-timeout=$(CELL_TIMEOUT)
+	$(PY) -m pytest tests helpers notebooks --doctest-modules --nbmake --nbmake-timeout=$(CELL_TIMEOUT) --durations=25
 	@git status --porcelain > $(VENV)/status-after 2>/dev/null || true
 	@diff $(VENV)/status-before $(VENV)/status-after || (echo "The test run changed the repository (above)."; exit 1)
 

@@ -885,13 +885,14 @@ def read_transcript_text(text: str) -> tuple[dict, str]:
     return header, text
 
 
-def read_transcript(path: Path | str = TRANSCRIPT) -> tuple[dict, str] | None:
-    """The committed transcript as ``(header, text)``, or None when it has not been recorded yet.
+def read_transcript(path: Path | str | None = None) -> tuple[dict, str] | None:
+    """The committed transcript (``path``, default :data:`TRANSCRIPT`) as ``(header, text)``, or None
+    when it has not been recorded yet.
 
     >>> read_transcript("/nonexistent/transcript.txt") is None
     True
     """
-    path = Path(path)
+    path = Path(path) if path is not None else TRANSCRIPT
     if not path.is_file():
         return None
     return read_transcript_text(path.read_text())
