@@ -34,10 +34,9 @@ lint: $(STAMP)
 # leak checks (child processes, /dev/shm) see everything. The repository must be
 # as clean afterwards as before.
 test: lint
-	@git status --porcelain > $(VENV)/status-before 2>/dev/null || true
+	@$(PY) scripts/clean_check.py save $(VENV)/clean-check
 	$(PY) -m pytest tests helpers notebooks --doctest-modules --nbmake --nbmake-timeout=$(CELL_TIMEOUT) --durations=25
-	@git status --porcelain > $(VENV)/status-after 2>/dev/null || true
-	@diff $(VENV)/status-before $(VENV)/status-after || (echo "The test run changed the repository (above)."; exit 1)
+	@$(PY) scripts/clean_check.py compare $(VENV)/clean-check
 
 unit: $(STAMP)
 	$(PY) -m pytest tests helpers --doctest-modules -m "not browser"
@@ -58,10 +57,9 @@ html: $(STAMP)
 # MP_DEFAULT_START_METHOD in the test process, and an IPython start-up file in every notebook
 # kernel), as on macOS/Windows (spawn) and Linux with Python 3.14+ (forkserver).
 test-spawn test-forkserver: test-%: $(STAMP)
-	@git status --porcelain > $(VENV)/status-before 2>/dev/null || true
+	@$(PY) scripts/clean_check.py save $(VENV)/clean-check
 	MP_DEFAULT_START_METHOD=$* $(PY) -m pytest tests helpers notebooks --doctest-modules --nbmake --nbmake-timeout=$(CELL_TIMEOUT) -m "not browser"
-	@git status --porcelain > $(VENV)/status-after 2>/dev/null || true
-	@diff $(VENV)/status-before $(VENV)/status-after || (echo "The test run changed the repository (above)."; exit 1)
+	@$(PY) scripts/clean_check.py compare $(VENV)/clean-check
 
 unit-spawn unit-forkserver: unit-%: $(STAMP)
 	MP_DEFAULT_START_METHOD=$* $(PY) -m pytest tests helpers --doctest-modules -m "not browser"

@@ -1,0 +1,55 @@
+"""Before and after a test run: the repository and /dev/shm must be as they were.
+
+    python scripts/clean_check.py save DIR      # before the run
+    python scripts/clean_check.py compare DIR   # after it; exit 1 with the difference
+
+Run around pytest, not inside it: a spawn or forkserver child killed at a deadline leaves its named
+semaphores in /dev/shm until multiprocessing's resource tracker unlinks them, which it does when the
+test process exits. So /dev/shm is compared after the run, allowing the trackers a few seconds.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+SHM = Path("/dev/shm")
+
+
+def _git_status() -> str:
+    done = subprocess.run(["git", "status", "--porcelain"], capture_output=True, text=True, check=False)
+    return done.stdout if done.returncode == 0 else ""
+
+
+def _shm() -> set[str]:
+    return {p.name for p in SHM.iterdir()} if SHM.is_dir() else set()
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2 or argv[0] not in ("save", "compare"):
+        print(__doc__)
+        return 2
+    folder = Path(argv[1])
+    folder.mkdir(parents=True, exist_ok=True)
+    if argv[0] == "save":
+        (folder / "status-before").write_text(_git_status())
+        (folder / "shm-before").write_text("\n".join(sorted(_shm())))
+        return 0
+    problems = []
+    if _git_status() != (folder / "status-before").read_text():
+        problems.append(f"the test run changed the repository:\n{_git_status()}")
+    before = set(filter(None, (folder / "shm-before").read_text().splitlines()))
+    deadline = time.monotonic() + 10
+    while (new := _shm() - before) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    if new:
+        problems.append(f"new /dev/shm entries after the run: {sorted(new)}")
+    for problem in problems:
+        print(problem)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
