@@ -1,4 +1,4 @@
-"""One plotting style for the series, so every figure reads the same way.
+"""One plotting style for the series, so every figure reads the same way; and the notebooks' widgets.
 
 Example::
 
@@ -8,7 +8,7 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import matplotlib.pyplot as plt
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.container import BarContainer
 
-__all__ = ["STYLE", "METHOD_COLORS", "new_figure", "bar_chart"]
+__all__ = ["STYLE", "METHOD_COLORS", "new_figure", "bar_chart", "interact_quietly"]
 
 STYLE = {
     "figure.figsize": (7.0, 3.6),
@@ -79,3 +79,23 @@ def bar_chart(
     ax.bar_label(bars, labels=[fmt.format(v) for v in values], padding=2)
     ax.margins(y=0.15)
     return bars
+
+
+def interact_quietly(callback: Callable, **controls) -> Callable:
+    """``ipywidgets.interact(callback, **controls)``, without displaying what ``callback`` returns.
+
+    The notebooks' widget callbacks draw and print their own result and return the raw figures for
+    scripts; plain ``interact`` would also display that return value (a long dataclass repr, say)
+    under every plot. Returns ``callback``, as ``interact`` does.
+
+    >>> import contextlib, io
+    >>> from ipywidgets import IntSlider
+    >>> shown = io.StringIO()  # outside Jupyter, display() prints
+    >>> with contextlib.redirect_stdout(shown):
+    ...     f = interact_quietly(lambda n: {"n_was": n}, n=IntSlider(value=2, max=4))
+    >>> "n_was" in shown.getvalue()
+    False
+    """
+    from ipywidgets import interact
+
+    return interact.options(auto_display=False)(callback, **controls)

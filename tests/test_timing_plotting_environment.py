@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import multiprocessing as mp
 import time
 
@@ -13,7 +15,7 @@ import pytest
 import torch
 
 from helpers.environment import cuda_report, environment_report, format_report
-from helpers.plotting import METHOD_COLORS, bar_chart, new_figure
+from helpers.plotting import METHOD_COLORS, bar_chart, interact_quietly, new_figure
 from helpers.processes import run_python_script
 from helpers.timing import Timing, stopwatch, time_call, torch_timer
 
@@ -107,3 +109,21 @@ def test_every_new_figure_is_displayed_in_a_notebook_kernel():
     nbclient.NotebookClient(nb, timeout=120, kernel_name="python3").execute()
     images = [any("image/png" in o.get("data", {}) for o in c.outputs) for c in nb.cells[1:]]
     assert images == [True, True, True]
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_interact_quietly_runs_the_callback_but_does_not_display_its_return_value(quiet):
+    from ipywidgets import IntSlider, interact
+
+    calls = []
+
+    def callback(n):
+        calls.append(n)
+        return "RETURNED-VALUE"
+
+    shown = io.StringIO()  # outside Jupyter, display() prints
+    with contextlib.redirect_stdout(shown):
+        (interact_quietly if quiet else interact)(callback, n=IntSlider(value=3, max=5))
+    assert calls == [3]
+    # plain interact displays the return value: the reason interact_quietly exists
+    assert ("RETURNED-VALUE" in shown.getvalue()) is not quiet
