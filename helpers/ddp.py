@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -34,6 +33,8 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 import psutil
+
+from helpers.processes import kill_tree
 
 if TYPE_CHECKING:  # torch and matplotlib are imported inside the functions: importing this stays light
     import torch
@@ -631,8 +632,6 @@ def run_torchrun(nproc: int = 2, timeout: float = 120.0, backend: str = CONFIG["
     }
     with tempfile.TemporaryDirectory(prefix="tmp-torchrun-") as out_dir:
         start = time.time()
-        # A session of its own, so that on a timeout (or an interrupt) the whole group goes: the
-        # torchrun agent and the workers it started.
         proc = subprocess.Popen(
             torchrun_command(nproc, port, out_dir, backend),
             stdout=subprocess.PIPE,
@@ -640,13 +639,14 @@ def run_torchrun(nproc: int = 2, timeout: float = 120.0, backend: str = CONFIG["
             text=True,
             env=env,
             cwd=out_dir,
-            start_new_session=True,
         )
         try:
             output, _ = proc.communicate(timeout=timeout)
         except BaseException:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
+            # The agent's workers run in sessions of their own (torch.distributed.elastic) and hold
+            # our stdout pipe: killing the agent's group left them running, and communicate() then
+            # waited minutes for them. kill_tree finds them through the agent before signalling.
+            kill_tree(proc.pid, grace=10)
             proc.communicate()
             raise
         seconds = time.time() - start

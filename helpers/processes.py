@@ -35,6 +35,7 @@ __all__ = [
     "running",
     "run_with_deadline",
     "live_children",
+    "kill_tree",
     "INFRASTRUCTURE",
     "shared_memory_segments",
     "dev_shm_entries",
@@ -262,6 +263,37 @@ def dev_shm_entries() -> set[str]:
     if not DEV_SHM.is_dir():
         return set()
     return {entry.name for entry in DEV_SHM.iterdir()}
+
+
+def kill_tree(pid: int, grace: float = 10.0) -> list[int]:
+    """SIGTERM process ``pid`` and all its descendants; SIGKILL whatever is left after ``grace`` s.
+
+    The descendants are listed *before* anything is signalled: a launcher such as torchrun starts
+    its workers in sessions of their own, so killing the launcher's process group misses them, and
+    once the launcher is dead they are no longer anyone's children here. Returns the pids signalled.
+    It reaps those that are our children, so a ``Popen``'s ``returncode`` then reads 0.
+
+    >>> import subprocess, sys, psutil
+    >>> proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    >>> kill_tree(proc.pid) == [proc.pid], psutil.pid_exists(proc.pid)
+    (True, False)
+    """
+    import psutil
+
+    try:
+        root = psutil.Process(pid)
+        family = [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return []
+    for process in family:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            process.terminate()
+    _, alive = psutil.wait_procs(family, timeout=grace)
+    for process in alive:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            process.kill()
+    psutil.wait_procs(alive, timeout=5)
+    return [process.pid for process in family]
 
 
 def run_python_script(

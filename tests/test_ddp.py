@@ -5,6 +5,7 @@ run serves most assertions."""
 from __future__ import annotations
 
 import socket
+import time
 
 import matplotlib
 import pytest
@@ -151,9 +152,29 @@ def test_plot_world_size_widget_callback():
         ddp.plot_world_size(4)
 
 
-def test_torchrun_past_its_timeout_is_killed_with_its_workers():
+def _train_ddp_processes() -> list[str]:
+    """Every process on the machine running scripts/train_ddp.py (torchrun's workers included)."""
+    import psutil
+
+    found = []
+    for process in psutil.process_iter(["pid", "cmdline"]):
+        cmdline = " ".join(process.info["cmdline"] or [])
+        if str(ddp.SCRIPT) in cmdline:
+            found.append(f"pid {process.info['pid']}: {cmdline[:160]}")
+    return found
+
+
+# 2 s: only the agent is up. 4 s: on a 2-core machine its workers have just started and wait on its
+# store; when only the agent's process group was killed, they held our pipe for over 100 s.
+@pytest.mark.parametrize("timeout", [2, 4])
+def test_torchrun_past_its_timeout_is_killed_with_its_workers(timeout):
     import subprocess
 
+    start = time.monotonic()
     with pytest.raises(subprocess.TimeoutExpired):
-        ddp.run_torchrun(2, timeout=2)
+        ddp.run_torchrun(2, timeout=timeout)
+    # The workers run in sessions of their own: once orphaned they are no child of ours, so look
+    # for them everywhere.
+    assert _train_ddp_processes() == []
     assert live_children() == []
+    assert time.monotonic() - start < timeout + 30

@@ -11,6 +11,7 @@ import torch
 
 from helpers.processes import (
     dev_shm_entries,
+    kill_tree,
     live_children,
     reap,
     run_python_script,
@@ -131,3 +132,36 @@ def test_run_python_script_times_out():
 
     with pytest.raises(subprocess.TimeoutExpired):
         run_python_script("import time; time.sleep(60)", timeout=0.5)
+
+
+# A launcher that starts a worker in a session of its own (as torchrun does), both holding our pipe.
+LAUNCHER = """
+import subprocess, sys, time
+worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+print(worker.pid, flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize("kill", ["kill_tree", "killpg"])
+def test_kill_tree_reaches_a_worker_in_its_own_session(kill):
+    import subprocess
+    import sys
+
+    import psutil
+
+    launcher = subprocess.Popen(
+        [sys.executable, "-c", LAUNCHER], stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
+    worker = psutil.Process(int(launcher.stdout.readline()))
+    if kill == "kill_tree":
+        assert kill_tree(launcher.pid, grace=5) == [launcher.pid, worker.pid]
+        launcher.communicate(timeout=10)  # the pipe closed: nobody holds it any more
+        assert not worker.is_running()
+    else:  # the launcher's process group: the worker is not in it and survives
+        os.killpg(launcher.pid, signal.SIGKILL)
+        launcher.wait(10)
+        assert worker.is_running()
+        worker.kill()
+        worker.wait(10)
+        launcher.communicate(timeout=10)
