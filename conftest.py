@@ -15,11 +15,13 @@ import time
 import pytest
 
 from helpers.environment import default_start_method
+from helpers.kernel_client import late_replies, poll_in_slices
 from helpers.portability import apply_forced_start_method, make_ipython_dir
 from helpers.processes import dev_shm_entries, live_children
 
 
 def pytest_configure(config):
+    poll_in_slices()  # nbmake's cells: a lost zmq wake-up costs a second, not the per-cell timeout
     method = apply_forced_start_method()
     if method is None:
         return
@@ -42,6 +44,14 @@ def pytest_unconfigure(config):
 
 def pytest_report_header(config):
     return f"default start method: {default_start_method()} (MP_DEFAULT_START_METHOD to force one)"
+
+
+def pytest_terminal_summary(terminalreporter):
+    if late_replies():
+        terminalreporter.write_line(
+            f"helpers.kernel_client: {late_replies()} kernel message(s) found only when a poll slice "
+            "ran out (a lost wake-up: each would otherwise have waited a whole cell timeout)"
+        )
 
 
 def leftover_children(grace: float = 5.0) -> list[str]:

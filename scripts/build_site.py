@@ -76,6 +76,10 @@ def _execute(nb, workdir: Path, timeout: int) -> str | None:
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, CellTimeoutError
 
+    from helpers.kernel_client import poll_in_slices
+
+    poll_in_slices()  # a lost zmq wake-up would otherwise cost a whole cell timeout
+
     client = NotebookClient(
         nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(workdir)}}
     )
