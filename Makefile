@@ -13,9 +13,12 @@ setup: $(STAMP)
 
 # Reinstalls only when pyproject.toml changes. torch is pinned here (not in pyproject.toml) so a
 # CPU machine takes the local CPU wheel instead of the registry's multi-GB CUDA build.
-$(STAMP): pyproject.toml
+# JupyterLab's default settings for this venv (README, "JupyterLab settings") go to its etc/jupyter.
+LAB_OVERRIDES := jupyter-config/labconfig/default_setting_overrides.json
+$(STAMP): pyproject.toml $(LAB_OVERRIDES)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet -e '.[dev]' 'torch==$(TORCH_VERSION)'
+	install -D -m 644 $(LAB_OVERRIDES) $(VENV)/etc/jupyter/labconfig/default_setting_overrides.json
 	touch $(STAMP)
 
 # Listens on 127.0.0.1 only, with a random token (in the URL it prints). Jupyter refuses to run as

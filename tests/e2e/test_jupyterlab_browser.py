@@ -73,6 +73,9 @@ DOM_JS = """() => {
 }"""
 
 
+COMMS_JS = "() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.commsOverSubshells"
+
+
 def _code(path: Path) -> str:
     nb = nbformat.read(path, as_version=4)
     return "\n".join(c.source for c in nb.cells if c.cell_type == "code")
@@ -184,6 +187,10 @@ def test_notebook_runs_in_jupyterlab(path, browser, tmp_path, screenshot_dir, e2
         try:
             page.goto(server.url(f"lab/tree/{path.name}"), wait_until="domcontentloaded", timeout=60_000)
             _wait_for_state(page, lambda s: s["kernel"] == "idle", 90, "kernel ready")
+            # Widget callbacks must run on the kernel's main thread: on a subshell (JupyterLab's
+            # default with ipykernel 7) they race the inline backend and corrupt figures (README).
+            comms = page.evaluate(COMMS_JS)
+            assert comms == "disabled", f"commsOverSubshells is {comms!r}: venv settings not installed"
             started = time.monotonic()
             _run_all_from_menu(page)
             _wait_for_state(
