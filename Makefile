@@ -11,9 +11,9 @@ CELL_TIMEOUT ?= 120
 
 setup: $(STAMP)
 
-# Reinstalls only when pyproject.toml changes. torch is pinned here (not in pyproject.toml) so a
-# CPU machine takes the local CPU wheel instead of the registry's multi-GB CUDA build.
-# JupyterLab's default settings for this venv (README, "JupyterLab settings") go to its etc/jupyter.
+# Reinstalls only when pyproject.toml or the JupyterLab settings change. torch is pinned here (not in
+# pyproject.toml) so a CPU machine takes the local CPU wheel instead of the registry's multi-GB CUDA
+# build. The venv's JupyterLab default settings go to its etc/jupyter (README, "JupyterLab setting").
 LAB_OVERRIDES := jupyter-config/labconfig/default_setting_overrides.json
 $(STAMP): pyproject.toml $(LAB_OVERRIDES)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)

@@ -187,8 +187,9 @@ def test_notebook_runs_in_jupyterlab(path, browser, tmp_path, screenshot_dir, e2
         try:
             page.goto(server.url(f"lab/tree/{path.name}"), wait_until="domcontentloaded", timeout=60_000)
             _wait_for_state(page, lambda s: s["kernel"] == "idle", 90, "kernel ready")
-            # Widget callbacks must run on the kernel's main thread: on a subshell (JupyterLab's
-            # default with ipykernel 7) they race the inline backend and corrupt figures (README).
+            # Comm messages served on a kernel subshell (JupyterLab's default with ipykernel 7) flush
+            # pyplot figures from a second thread while a widget callback draws: half-drawn figures
+            # (README). The venv's JupyterLab settings turn that off.
             comms = page.evaluate(COMMS_JS)
             assert comms == "disabled", f"commsOverSubshells is {comms!r}: venv settings not installed"
             started = time.monotonic()
