@@ -1,7 +1,7 @@
 """Generate docs/API.md, the reference page of the ``helpers`` package.
 
-It lists, for every module of ``helpers`` (found automatically, so new modules appear by
-themselves), the names in its ``__all__``, each with its signature and the first line of its
+It lists, for every module of ``helpers`` and of its subpackages (found automatically, so new modules
+appear by themselves), the names in its ``__all__``, each with its signature and the first line of its
 docstring. ``tests/test_api_reference.py`` fails when the committed page is out of date.
 
     python scripts/gen_api_reference.py            # rewrite docs/API.md
@@ -57,11 +57,13 @@ def _entry(module, name: str) -> str:
 
 
 def module_names() -> list[str]:
-    """Every module of the helpers package, sorted."""
+    """Every module of the helpers package, its subpackages' modules included, sorted."""
     import helpers
 
     return sorted(
-        f"helpers.{m.name}" for m in pkgutil.iter_modules(helpers.__path__) if not m.name.startswith("_")
+        m.name
+        for m in pkgutil.walk_packages(helpers.__path__, prefix="helpers.")
+        if not m.name.rsplit(".", 1)[-1].startswith("_")
     )
 
 

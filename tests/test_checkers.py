@@ -135,3 +135,32 @@ def test_checkers_import_the_reloaded_file(tmp_path, monkeypatch):
     target.write_text("from solutions.ex00_choose_tool import choose_tool  # noqa: F401\n")
     importlib.invalidate_caches()
     assert checkers.check_ex00("edited_ex00").passed
+
+
+def test_each_checker_lives_in_the_module_named_like_its_exercise_file():
+    for name in EXERCISE_MODULES:
+        assert CHECKERS[name[:4]].__module__ == f"helpers.checkers.{name}"
+
+
+def start_grandchild_and_hang(pid_file: str) -> None:
+    """Child side of the next test: a learner's function that starts a process of its own, then hangs."""
+    import multiprocessing as mp
+    import pathlib
+    import time
+
+    grandchild = mp.get_context("spawn").Process(target=time.sleep, args=(60,))
+    grandchild.start()
+    pathlib.Path(pid_file).write_text(str(grandchild.pid))
+    time.sleep(60)
+
+
+def test_a_hung_check_is_killed_at_its_deadline_with_the_processes_it_started(tmp_path):
+    import psutil
+
+    from helpers.checkers.core import _in_child
+
+    pid_file = tmp_path / "grandchild.pid"
+    outcome = _in_child(__name__, "start_grandchild_and_hang", (str(pid_file),), timeout=8.0)
+    assert outcome.status == "timeout"
+    grandchild = int(pid_file.read_text())
+    assert not psutil.pid_exists(grandchild) or psutil.Process(grandchild).status() == psutil.STATUS_ZOMBIE

@@ -1,0 +1,68 @@
+"""Automatic checks for the exercises: run the learner's code in real processes, explain what is wrong.
+
+Each notebook's exercise names a file in ``exercises/`` (worker code must be importable: spawn and
+forkserver children re-import it by module and name). ``check_exNN()`` imports (reloads) that
+file, runs it in real child processes, bounded by deadlines, and returns a :class:`CheckResult`
+whose ``feedback`` names the typical mistake it found. A file still holding the starter's
+``raise NotImplementedError`` gets a "not attempted yet" result, never an exception, so a
+notebook that calls a checker still runs top to bottom. Nothing is left running afterwards.
+
+Pass another module name to check it instead (the reference solutions live in ``solutions``).
+
+The package is a small core (:mod:`helpers.checkers.core`: the result, the report, running the
+learner's code bounded in a child) and one module per exercise, named like its file in ``exercises/``.
+
+Example::
+
+    >>> from helpers.checkers import check_ex08
+    >>> result = check_ex08("solutions.ex08_exit_codes")
+    >>> result.passed
+    True
+    >>> print(check_ex08().status)  # the untouched starter file
+    not attempted yet
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from helpers.checkers.core import CheckResult
+from helpers.checkers.ex00_choose_tool import EX00_SCENARIOS, EX00_TOOLS, check_ex00
+from helpers.checkers.ex01_start_methods import check_ex01
+from helpers.checkers.ex02_shared_tensor import check_ex02
+from helpers.checkers.ex03_queues import check_ex03
+from helpers.checkers.ex04_fork_safe import check_ex04
+from helpers.checkers.ex05_hogwild import check_ex05, regression_batch
+from helpers.checkers.ex06_distributed_sampler import check_ex06
+from helpers.checkers.ex07_iterable_sharding import check_ex07
+from helpers.checkers.ex08_exit_codes import check_ex08
+
+__all__ = [
+    "CheckResult",
+    "EX00_TOOLS",
+    "EX00_SCENARIOS",
+    "regression_batch",
+    "check_ex00",
+    "check_ex01",
+    "check_ex02",
+    "check_ex03",
+    "check_ex04",
+    "check_ex05",
+    "check_ex06",
+    "check_ex07",
+    "check_ex08",
+    "CHECKERS",
+]
+
+CHECKERS: dict[str, Callable[..., CheckResult]] = {
+    "ex00": check_ex00,
+    "ex01": check_ex01,
+    "ex02": check_ex02,
+    "ex03": check_ex03,
+    "ex04": check_ex04,
+    "ex05": check_ex05,
+    "ex06": check_ex06,
+    "ex07": check_ex07,
+    "ex08": check_ex08,
+}
+"""Every checker by exercise id, e.g. ``CHECKERS["ex02"]()`` checks ``exercises/ex02_shared_tensor.py``."""

@@ -1,0 +1,211 @@
+"""The core of the checkers: the result, the report, and running the learner's code bounded in a child.
+
+The names with a leading underscore are shared by the exercise modules of this package only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import inspect
+import multiprocessing as mp
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import ModuleType
+
+from helpers.processes import kill_tree, reap
+
+__all__ = ["CheckResult", "FORK"]
+
+FORK = "fork" if "fork" in mp.get_all_start_methods() else "spawn"  # fast where the lesson allows
+
+
+@dataclass
+class CheckResult:
+    """The verdict of one checker: ``passed``, and ``feedback`` lines that say why.
+
+    It prints as a short report (and displays as one in a notebook).
+
+    >>> print(CheckResult("ex99", passed=False, feedback=["say what to fix"]))
+    ex99: not right yet
+      - say what to fix
+    """
+
+    exercise: str
+    passed: bool
+    feedback: list[str] = field(default_factory=list)
+    attempted: bool = True
+
+    @property
+    def status(self) -> str:
+        """``"passed"``, ``"not attempted yet"`` or ``"not right yet"``.
+
+        >>> CheckResult("ex99", passed=True).status
+        'passed'
+        """
+        if self.passed:
+            return "passed"
+        return "not right yet" if self.attempted else "not attempted yet"
+
+    def __str__(self) -> str:
+        return "\n".join([f"{self.exercise}: {self.status}"] + [f"  - {line}" for line in self.feedback])
+
+    def _repr_pretty_(self, printer, cycle: bool) -> None:  # IPython display
+        printer.text(str(self))
+
+
+class _NotAttempted(Exception):
+    """Raised inside a check when the learner's code still raises NotImplementedError."""
+
+
+class _Report:
+    """Collects what passed and what failed while a check runs."""
+
+    def __init__(self) -> None:
+        self.passed: list[str] = []
+        self.problems: list[str] = []
+
+    def ok(self, message: str) -> None:
+        self.passed.append(message)
+
+    def fail(self, message: str) -> None:
+        if message not in self.problems:
+            self.problems.append(message)
+
+
+def _resolve(module: ModuleType, dotted: str) -> object:
+    obj: object = module
+    for part in dotted.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _is_stub(obj: object) -> bool:
+    """True when ``obj``'s source still holds the starter's ``raise NotImplementedError``."""
+    try:
+        return "raise NotImplementedError" in inspect.getsource(obj)
+    except (OSError, TypeError):
+        return False
+
+
+def _path_of(module_name: str) -> str:
+    return module_name.replace(".", "/") + ".py"
+
+
+def _checked(exercise: str, module_name: str, names: tuple[str, ...], body: Callable) -> CheckResult:
+    """Import (reload) ``module_name``, refuse stubs kindly, run ``body(module, report)``; never raise."""
+    not_attempted = CheckResult(
+        exercise,
+        passed=False,
+        attempted=False,
+        feedback=[
+            f"not attempted yet: edit {_path_of(module_name)}, replace `raise NotImplementedError` "
+            "with your code, save, and run the check again"
+        ],
+    )
+    try:
+        module = importlib.reload(importlib.import_module(module_name))
+    except Exception as exc:  # a syntax error, a bad import, ... in the learner's file
+        return CheckResult(exercise, False, [f"{module_name} does not import: {type(exc).__name__}: {exc}"])
+    report = _Report()
+    for name in names:
+        try:
+            obj = _resolve(module, name)
+        except AttributeError:
+            return CheckResult(exercise, False, [f"{module_name} has no {name}: keep the starter's names"])
+        if _is_stub(obj):
+            return not_attempted
+    try:
+        body(module, report)
+    except _NotAttempted:
+        return not_attempted
+    except Exception as exc:
+        report.fail(f"the check stopped on an error: {type(exc).__name__}: {_first_line(str(exc))}")
+    if report.problems:
+        return CheckResult(exercise, False, report.problems)
+    return CheckResult(exercise, True, report.passed)
+
+
+def _first_line(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[0] if lines else ""
+
+
+def _error_line(text: str) -> str:
+    """The ``Type: message`` line of a traceback (its last non-empty line)."""
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else text
+
+
+def _raise_if_stub_error(text: str) -> None:
+    if "NotImplementedError" in text:
+        raise _NotAttempted
+
+
+# --- running learner code in a bounded child ------------------------------------------------------
+
+
+@dataclass
+class _Outcome:
+    status: str  # "ok" | "raised" | "timeout" | "died"
+    value: object = None
+    error: str = ""
+    seconds: float = 0.0
+
+
+def _child_entry(conn, module_name: str, func_name: str, args: tuple) -> None:
+    """Child side of :func:`_in_child`: call the function, send back its value or its traceback."""
+    try:
+        fn = _resolve(importlib.import_module(module_name), func_name)
+        conn.send(("ok", fn(*args)))
+    except BaseException as exc:
+        conn.send(("raised", f"{traceback.format_exc()}\n{type(exc).__name__}: {exc}"))
+    finally:
+        conn.close()
+
+
+def _kill_tree(proc) -> None:
+    """SIGKILL ``proc`` and everything it started (grandchildren would otherwise be orphaned)."""
+    import psutil
+
+    if proc.pid is None or proc.exitcode is not None:
+        return
+    with contextlib.suppress(psutil.NoSuchProcess):
+        for child in psutil.Process(proc.pid).children():
+            kill_tree(child.pid, grace=0)  # not our children: kill_tree reaps none of them
+    with contextlib.suppress(ProcessLookupError):
+        proc.kill()  # ours: multiprocessing reaps it (join), so its exitcode stays readable
+
+
+def _in_child(
+    module_name: str, func_name: str, args: tuple = (), *, method: str = FORK, timeout: float = 20.0
+):
+    """Run ``module_name.func_name(*args)`` in a child with a deadline; kill its whole tree on expiry."""
+    ctx = mp.get_context(method)
+    receiver, sender = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child_entry, args=(sender, module_name, func_name, args))
+    start = time.monotonic()
+    try:
+        proc.start()
+        sender.close()
+        if receiver.poll(timeout):
+            try:
+                status, payload = receiver.recv()
+            except EOFError:
+                status, payload = "died", ""
+        else:
+            status, payload = "timeout", ""
+        seconds = time.monotonic() - start
+        if status == "ok":
+            proc.join(5.0)  # it may still be joining children it started
+    finally:
+        _kill_tree(proc)
+        reap([proc], timeout=2.0)
+        receiver.close()
+    if status == "ok":
+        return _Outcome("ok", value=payload, seconds=seconds)
+    if status == "died":
+        return _Outcome("died", error=f"the child died with exit code {proc.exitcode}", seconds=seconds)
+    return _Outcome(status, error=payload, seconds=seconds)

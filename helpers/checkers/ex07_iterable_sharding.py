@@ -1,0 +1,71 @@
+"""Exercise 07 (notebook 07): a sharded IterableDataset, each sample once."""
+
+from __future__ import annotations
+
+import warnings
+from collections import Counter
+from types import ModuleType
+
+from helpers.checkers.core import (
+    FORK,
+    CheckResult,
+    _checked,
+    _first_line,
+    _NotAttempted,
+    _Report,
+)
+
+__all__ = ["check_ex07"]
+
+
+def check_ex07(module: str = "exercises.ex07_iterable_sharding", timeout: float = 60.0) -> CheckResult:
+    """Check exercise 07: every sample comes out of a multi-worker DataLoader exactly once.
+
+    >>> check_ex07("solutions.ex07_iterable_sharding").passed
+    True
+    """
+    from torch.utils.data import DataLoader
+
+    def body(mod: ModuleType, report: _Report) -> None:
+        for n, workers in ((20, 2), (10, 3), (7, 0)):
+            dataset = mod.ShardedRange(0, n)
+            options = {"multiprocessing_context": FORK, "timeout": timeout} if workers else {}
+            try:
+                with warnings.catch_warnings():  # "suggested max number of worker" on a 2-core machine
+                    warnings.filterwarnings("ignore", message="This DataLoader will create")
+                    got = [
+                        int(x) for x in DataLoader(dataset, batch_size=None, num_workers=workers, **options)
+                    ]
+            except NotImplementedError:
+                raise _NotAttempted from None
+            except Exception as exc:
+                if workers == 0 and isinstance(exc, (AttributeError, TypeError)):
+                    report.fail(
+                        f"with num_workers=0 it failed ({type(exc).__name__}: {_first_line(str(exc))}): "
+                        "get_worker_info() returns None in the main process; then yield the whole range"
+                    )
+                else:
+                    report.fail(f"{workers} workers: {type(exc).__name__}: {_first_line(str(exc))}")
+                continue
+            counts = Counter(got)
+            missing = sorted(set(range(n)) - set(counts))
+            extra = sorted(set(counts) - set(range(n)))
+            if got and not missing and not extra and set(counts.values()) == {workers}:
+                report.fail(
+                    f"{workers} workers, {n} samples: every sample came out {workers} times. Each worker "
+                    "has its own copy of the dataset and iterates all of it: use get_worker_info() "
+                    "(.id, .num_workers) to yield only this worker's share"
+                )
+            elif missing:
+                report.fail(
+                    f"{workers} workers, {n} samples: samples {missing} never came out (when n is not a "
+                    "multiple of the worker count, the last share must take the rest; or interleave: "
+                    "range(start + id, end, num_workers))"
+                )
+            elif extra or max(counts.values()) > 1:
+                dup = sorted(k for k, c in counts.items() if c > 1)
+                report.fail(f"{workers} workers, {n} samples: duplicated {dup}, out of range {extra}")
+            else:
+                report.ok(f"{workers} workers, {n} samples: each exactly once")
+
+    return _checked("ex07", module, ("ShardedRange.__iter__",), body)
