@@ -32,8 +32,8 @@ lint: $(STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 
-# Unit tests, the docstring examples in helpers/, every notebook under nbmake, and every notebook
-# run in JupyterLab in headless Chromium (tests/e2e, marker `browser`), in one pytest session so its
+# Unit tests, the docstring examples in helpers/ and in the tooling under tests/ (kernel_client,
+# portability), every notebook under nbmake, and every notebook run in JupyterLab in headless Chromium (tests/e2e, marker `browser`), in one pytest session so its
 # leak checks (child processes, /dev/shm) see everything. The repository must be
 # as clean afterwards as before.
 test: lint
@@ -58,7 +58,7 @@ html: $(STAMP)
 	PYTHONPATH=$(CURDIR) $(PY) scripts/build_site.py --out _site --timeout $(CELL_TIMEOUT)
 # Portability: the same session with the default start method forced (conftest.py applies
 # MP_DEFAULT_START_METHOD in the test process, and an IPython start-up file in every notebook
-# kernel), as on macOS/Windows (spawn) and Linux with Python 3.14+ (forkserver).
+# kernel, both from tests/portability.py), as on macOS/Windows (spawn) and Linux with Python 3.14+ (forkserver).
 test-spawn test-forkserver: test-%: $(STAMP)
 	@$(PY) scripts/clean_check.py save $(VENV)/clean-check
 	MP_DEFAULT_START_METHOD=$* $(PY) -m pytest tests helpers notebooks --doctest-modules --nbmake --nbmake-timeout=$(CELL_TIMEOUT) -m "not browser"

@@ -2,7 +2,7 @@
 
 Also the portability switch: with ``MP_DEFAULT_START_METHOD=spawn`` (or ``forkserver``) the test
 process and every notebook kernel nbmake starts run with that default start method, as on macOS /
-Windows (spawn) or Linux with Python 3.14+ (forkserver). See ``helpers.portability``.
+Windows (spawn) or Linux with Python 3.14+ (forkserver). See ``tests/portability.py``.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import time
 import pytest
 
 from helpers.environment import default_start_method
-from helpers.kernel_client import late_replies, poll_in_slices
-from helpers.portability import apply_forced_start_method, make_ipython_dir
+from tests.kernel_client import late_replies, poll_in_slices
+from tests.portability import apply_forced_start_method, make_ipython_dir
 from helpers.processes import dev_shm_entries, live_children
 
 
@@ -49,7 +49,7 @@ def pytest_report_header(config):
 def pytest_terminal_summary(terminalreporter):
     if late_replies():
         terminalreporter.write_line(
-            f"helpers.kernel_client: {late_replies()} kernel message(s) found only when a poll slice "
+            f"tests.kernel_client: {late_replies()} kernel message(s) found only when a poll slice "
             "ran out (a lost wake-up: each would otherwise have waited a whole cell timeout)"
         )
 

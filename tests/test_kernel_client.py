@@ -1,4 +1,4 @@
-"""helpers.kernel_client: a wake-up that never comes costs one slice, not the whole timeout."""
+"""tests.kernel_client: a wake-up that never comes costs one slice, not the whole timeout."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from helpers import kernel_client
+from tests import kernel_client
 
 
 class NeverWoken:

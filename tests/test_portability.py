@@ -9,7 +9,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from helpers.portability import (
+from tests.portability import (
     ENV_VAR,
     apply_forced_start_method,
     forced_start_method,

@@ -13,7 +13,7 @@ environment variable ``MP_DEFAULT_START_METHOD`` to ``spawn`` or ``forkserver`` 
 
 Example::
 
-    >>> from helpers.portability import forced_start_method
+    >>> from tests.portability import forced_start_method
     >>> forced_start_method({"MP_DEFAULT_START_METHOD": "spawn"})
     'spawn'
     >>> forced_start_method({}) is None
@@ -88,7 +88,7 @@ def make_ipython_dir(directory: str | os.PathLike, method: str) -> Path:
     startup = root / "profile_default" / "startup"
     startup.mkdir(parents=True, exist_ok=True)
     (startup / STARTUP_FILE).write_text(
-        f"# Written by helpers.portability: run this kernel with the {method!r} default start method.\n"
+        f"# Written by tests/portability.py: run this kernel with the {method!r} default start method.\n"
         "import multiprocessing\n\n"
         f"multiprocessing.set_start_method({method!r}, force=True)\n"
     )

@@ -1,11 +1,10 @@
-"""helpers.timing, helpers.plotting and helpers.environment."""
+"""helpers.plotting and helpers.environment."""
 
 from __future__ import annotations
 
 import contextlib
 import io
 import multiprocessing as mp
-import time
 
 import matplotlib
 
@@ -17,38 +16,6 @@ import torch
 from helpers.environment import cuda_report, environment_report, format_report
 from helpers.plotting import METHOD_COLORS, bar_chart, interact_quietly, new_figure
 from helpers.processes import run_python_script
-from helpers.timing import Timing, stopwatch, time_call, torch_timer
-
-
-def test_time_call_repeats_and_takes_the_median():
-    calls = []
-    timing = time_call(lambda: calls.append(time.sleep(0.01)), repeat=3, warmup=2)
-    assert len(calls) == 5 and len(timing.times) == 3
-    assert 0.009 < timing.median < 0.5
-    assert "median" in str(timing)
-
-
-def test_timing_median_and_spread():
-    timing = Timing([3.0, 1.0, 2.0])
-    assert (timing.median, timing.spread) == (2.0, 2.0)
-
-
-def test_time_call_rejects_zero_repeats():
-    with pytest.raises(ValueError):
-        time_call(int, repeat=0)
-
-
-def test_torch_timer_tells_a_big_op_from_a_small_one():
-    small, big = torch.ones(100), torch.ones(2_000_000)
-    assert torch_timer(lambda: big * 2, min_run_time=0.05) > 10 * torch_timer(
-        lambda: small * 2, min_run_time=0.05
-    )
-
-
-def test_stopwatch_measures_the_block():
-    with stopwatch() as sw:
-        time.sleep(0.02)
-    assert 0.015 < sw.seconds < 1
 
 
 def test_new_figure_and_bar_chart_label_every_bar():
