@@ -33,9 +33,9 @@ lint: $(STAMP)
 	$(PY) -m ruff format --check .
 
 # Unit tests, the docstring examples in helpers/ and in the tooling under tests/ (kernel_client,
-# portability), every notebook under nbmake, and every notebook run in JupyterLab in headless Chromium (tests/e2e, marker `browser`), in one pytest session so its
-# leak checks (child processes, /dev/shm) see everything. The repository must be
-# as clean afterwards as before.
+# portability), every notebook under nbmake, and every notebook run in JupyterLab in headless
+# Chromium (tests/e2e, marker `browser`), in one pytest session so its leak checks (child processes,
+# /dev/shm) see everything. The repository must be as clean afterwards as before.
 test: lint
 	@$(PY) scripts/clean_check.py save $(VENV)/clean-check
 	$(PY) -m pytest tests helpers notebooks --doctest-modules --nbmake --nbmake-timeout=$(CELL_TIMEOUT) --durations=25
