@@ -15,9 +15,9 @@ import time
 import pytest
 
 from helpers.environment import default_start_method
+from helpers.processes import dev_shm_entries, live_children
 from tests.kernel_client import late_replies, poll_in_slices
 from tests.portability import apply_forced_start_method, make_ipython_dir
-from helpers.processes import dev_shm_entries, live_children
 
 
 def pytest_configure(config):

@@ -40,6 +40,7 @@ __all__ = [
     "SlowStart",
     "CountingDataset",
     "Records",
+    "SignalsInWorker",
     "measure_throughput",
     "explore_loader",
     "collect",
@@ -371,6 +372,32 @@ def first_batch_or_error(
     if echo:
         print(result, flush=True)
     return result
+
+
+class SignalsInWorker(Dataset):
+    """Every item makes the worker that loads it send itself ``signum`` (notebook 08, section 7).
+
+    With ``signal.SIGBUS`` the DataLoader reports what Docker users meet when ``/dev/shm`` is too small
+    for the batches in flight (the kernel sends SIGBUS on a write to a full shared-memory file).
+    Only in a worker: in the main process it refuses.
+
+    >>> SignalsInWorker(15)[0]
+    Traceback (most recent call last):
+    ...
+    RuntimeError: SignalsInWorker only signals a DataLoader worker, not the main process
+    """
+
+    def __init__(self, signum: int, n: int = 4):
+        self.signum, self.n = signum, n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> int:
+        if get_worker_info() is None:
+            raise RuntimeError("SignalsInWorker only signals a DataLoader worker, not the main process")
+        os.kill(os.getpid(), self.signum)
+        return i
 
 
 class Records(Dataset):

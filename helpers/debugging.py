@@ -60,8 +60,15 @@ __all__ = [
     "matmul_work",
     "oversubscription_grid",
     "log_from_child",
-    "collect_child_logs",
+    "print_later",
     "ListHandler",
+    "exit_on_rank",
+    "wait_until_signalled",
+    "read_pids",
+    "seconds_until_exit",
+    "ORPHAN_KINDS",
+    "make_orphans",
+    "mismatched_all_reduce",
 ]
 
 
@@ -211,6 +218,15 @@ def what_the_parent_sees(case: str, method: str = "spawn", timeout: float = 30.0
     return run_with_deadline(exit_by, args=(case,), method=method, timeout=timeout)
 
 
+def exit_on_rank(rank: int, case: str, failing_rank: int = 1) -> None:
+    """``mp.spawn`` worker: rank ``failing_rank`` ends by :func:`exit_by` ``(case)``, the others return.
+
+    >>> exit_on_rank(0, "SIGKILL")  # rank 0 just returns
+    """
+    if rank == failing_rank:
+        exit_by(case)
+
+
 def headline(output: str) -> str:
     r"""The line of a child's output that says what went wrong (an error or a fatal signal), or "".
 
@@ -311,14 +327,84 @@ def daemon_child_error(method: str = "spawn", timeout: float = 30.0) -> str:
         sender.close()
 
 
-_ORPHAN_SCRIPT = """
-import multiprocessing as mp, os, signal, time
-if __name__ == "__main__":
-    child = mp.get_context("fork").Process(target=time.sleep, args=(60,))
-    child.start()
-    print(child.pid, flush=True)
-    os.kill(os.getpid(), signal.SIGKILL)  # the parent dies without reaping or terminating
-"""
+def wait_until_signalled(rank: int, name: str, ready_dir: str, seconds: float = 120.0) -> None:
+    """Write this process's pid to ``ready_dir/name``, then sleep: a long-running child, ready to watch.
+
+    ``rank`` comes first so ``mp.spawn`` / ``start_processes`` can start it too (they pass the rank).
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as ready:
+    ...     wait_until_signalled(0, "me", ready, seconds=0)
+    ...     int(Path(ready, "me").read_text()) == os.getpid()
+    True
+    """
+    Path(ready_dir, name).write_text(str(os.getpid()))
+    time.sleep(seconds)
+
+
+def read_pids(ready_dir: str, names: Sequence[str], timeout: float = 60.0) -> dict[str, int]:
+    """Wait until every child in ``names`` wrote its pid into ``ready_dir``; return ``{name: pid}``.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as ready:
+    ...     wait_until_signalled(0, "me", ready, seconds=0)
+    ...     read_pids(ready, ["me"]) == {"me": os.getpid()}
+    True
+    """
+    deadline = time.monotonic() + timeout
+    files = {name: Path(ready_dir, name) for name in names}
+    while not all(f.exists() and f.read_text() for f in files.values()):
+        if time.monotonic() > deadline:
+            missing = [name for name, f in files.items() if not f.exists()]
+            raise TimeoutError(f"not running after {timeout} s: {missing}")
+        time.sleep(0.05)
+    return {name: int(f.read_text()) for name, f in files.items()}
+
+
+def seconds_until_exit(pids: dict[str, int], timeout: float = 15.0) -> dict[str, float | None]:
+    """Watch processes until each has exited; seconds each took (None: still running at ``timeout``).
+
+    A zombie counts as exited (it waits only for its parent to collect its status).
+
+    >>> seconds_until_exit({"me": os.getpid()}, timeout=0.2)
+    {'me': None}
+    """
+    start, left, took = time.monotonic(), dict(pids), {name: None for name in pids}
+    while left and time.monotonic() - start < timeout:
+        for name, pid in list(left.items()):
+            if wait_for_status(pid, psutil.STATUS_ZOMBIE, timeout=0) in ("gone", psutil.STATUS_ZOMBIE):
+                took[name] = time.monotonic() - start
+                del left[name]
+        time.sleep(0.02)
+    return took
+
+
+ORPHAN_KINDS = ("plain fork child", "mp.spawn child", "DataLoader worker")
+
+
+def make_orphans(ready_dir: str) -> None:
+    """Start a plain fork child, an ``mp.spawn`` child and a DataLoader worker, then die by SIGKILL.
+
+    Run it as a script (Linux): each child has written its pid into ``ready_dir`` before we die.
+    Not run here: it kills the process that calls it.
+
+    >>> make_orphans(tempfile.mkdtemp())  # doctest: +SKIP
+    """
+    import torch.multiprocessing as tmp
+    from torch.utils.data import DataLoader
+
+    from helpers.data import WhoLoadedMe
+
+    plain = mp.get_context("fork").Process(target=wait_until_signalled, args=(0, ORPHAN_KINDS[0], ready_dir))
+    plain.start()
+    tmp.start_processes(
+        wait_until_signalled, args=(ORPHAN_KINDS[1], ready_dir), join=False, start_method="spawn"
+    )
+    batches = iter(DataLoader(WhoLoadedMe(4), batch_size=1, num_workers=1, multiprocessing_context="fork"))
+    worker_pid = int(next(batches)[3])  # WhoLoadedMe's items say which process loaded them
+    Path(ready_dir, ORPHAN_KINDS[2]).write_text(str(worker_pid))
+    read_pids(ready_dir, ORPHAN_KINDS)  # the spawn child has set PR_SET_PDEATHSIG once it is running
+    os.kill(os.getpid(), signal.SIGKILL)  # no cleanup, no reaping: as the OOM killer would
 
 
 def find_processes(marker: str) -> list[psutil.Process]:
@@ -338,40 +424,41 @@ def find_processes(marker: str) -> list[psutil.Process]:
     return found
 
 
-def orphan_demo(timeout: float = 60.0) -> dict:
-    """A fresh interpreter starts a fork child, then is SIGKILLed: the child lives on as an orphan.
+def orphan_demo(timeout: float = 60.0, watch: float = 10.0) -> dict:
+    """Run :func:`make_orphans` in a script; watch what becomes of each child once the script is dead.
 
-    Returns what we saw: the script's exit code, the orphan's pid and new parent, whether a
-    psutil scan of command lines found it, and that we killed it.
+    Returns the script's exit code, the seconds the children torch guards (``mp.spawn``'s, the
+    DataLoader's) took to exit (None: still running after ``watch`` s), whether the plain child lived
+    on as an orphan, whether a scan of command lines found it, and that we killed it.
 
-    >>> demo = orphan_demo()
-    >>> demo["script_exitcode"], demo["orphan_alive"], demo["found_by_scan"], demo["cleaned_up"]
-    (-9, True, True, True)
+    >>> demo = orphan_demo()  # doctest: +SKIP
+    >>> demo["orphan_alive"], demo["cleaned_up"]  # doctest: +SKIP
+    (True, True)
     """
     with tempfile.TemporaryDirectory(prefix="tmp-orphan-") as workdir:
         script = Path(workdir) / "orphan_maker.py"
-        script.write_text(_ORPHAN_SCRIPT)
-        output = Path(workdir) / "output.txt"
-        with output.open("w") as sink:  # a file, not a pipe: the orphan keeps the inherited fds open
+        script.write_text(
+            f"from helpers.debugging import make_orphans\nif __name__ == '__main__':\n"
+            f"    make_orphans({workdir!r})\n"
+        )
+        with open(os.devnull, "w") as sink:  # not a pipe: the orphans keep inherited fds open
             done = subprocess.run([sys.executable, str(script)], stdout=sink, timeout=timeout, check=False)
-        orphan_pid = int(output.read_text().split()[0])
+        pids = read_pids(workdir, ORPHAN_KINDS, timeout=1)
+        orphan = pids.pop(ORPHAN_KINDS[0])
+        lived = seconds_until_exit(pids, timeout=watch)  # the children torch's launchers guard
+        orphan_alive = wait_for_status(orphan, "running", timeout=0) not in ("gone", "zombie")
         found = find_processes(str(script))
-        try:
-            orphan = psutil.Process(orphan_pid)
-            report = {
-                "script_exitcode": done.returncode,
-                "orphan_pid": orphan_pid,
-                "orphan_alive": orphan.is_running() and orphan.status() != psutil.STATUS_ZOMBIE,
-                "orphan_parent": orphan.ppid(),
-                "found_by_scan": orphan_pid in [p.pid for p in found],
-            }
-        finally:
-            for proc in found:
-                with contextlib.suppress(psutil.Error):
-                    proc.kill()
-            _gone, alive = psutil.wait_procs(found, timeout=5)
-        report["cleaned_up"] = not alive and not find_processes(str(script))
-        return report
+        for proc in found:
+            with contextlib.suppress(psutil.Error):
+                proc.kill()
+        _gone, alive = psutil.wait_procs(found, timeout=5)
+        return {
+            "script_exitcode": done.returncode,
+            "seconds_to_exit": lived,
+            "orphan_alive": orphan_alive,
+            "found_by_scan": orphan in [p.pid for p in found],
+            "cleaned_up": not alive and not find_processes(str(script)),
+        }
 
 
 # --- 4. Oversubscription --------------------------------------------------------------------------
@@ -437,7 +524,43 @@ def oversubscription_grid(
     return {tuple(int(x) for x in key.split("x")): value for key, value in raw.items()}
 
 
+# --- 6. Distributed runs: what torch adds ---------------------------------------------------------
+
+
+def mismatched_all_reduce(timeout: float = 30.0) -> None:
+    """A torchrun worker with a classic bug: ranks all-reduce tensors of different shapes.
+
+    Reads ``RANK``/``WORLD_SIZE`` (and the rendezvous address) from the environment torchrun sets.
+    With ``TORCH_DISTRIBUTED_DEBUG=DETAIL`` gloo checks every collective across ranks first and raises
+    a ``RuntimeError`` that names both shapes. Not run here: it needs a torchrun world.
+
+    >>> mismatched_all_reduce()  # doctest: +SKIP
+    """
+    from datetime import timedelta
+
+    import torch
+    import torch.distributed as dist
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", timeout=timedelta(seconds=timeout))
+    try:
+        rank = dist.get_rank()
+        dist.all_reduce(torch.ones(rank + 1))  # rank 0 sends 1 number, rank 1 sends 2: a bug
+    finally:
+        dist.destroy_process_group()
+
+
 # --- 5. Logging from children ---------------------------------------------------------------------
+
+
+def print_later(message: str, seconds: float) -> None:
+    """Sleep ``seconds``, then print ``message``: output that arrives after its cell has finished.
+
+    >>> print_later("hello", 0)
+    hello
+    """
+    time.sleep(seconds)
+    print(message, flush=True)
 
 
 def log_from_child(rank: int, log_queue: queue.Queue | multiprocessing.queues.Queue) -> int:
@@ -478,28 +601,3 @@ class ListHandler(logging.Handler):
         ['kept']
         """
         self.records.append(record)
-
-
-def collect_child_logs(
-    nprocs: int = 2, method: str = "spawn", timeout: float = 60.0
-) -> list[tuple[str, str]]:
-    """Run :func:`log_from_child` in ``nprocs`` children; a ``QueueListener`` in this process receives
-    every record. Returns ``(processName, message)`` pairs, sorted.
-
-    >>> collect_child_logs(1, method="spawn")
-    [('log_from_child-0', 'rank 0 done'), ('log_from_child-0', 'rank 0 starting')]
-    """
-    from helpers.launch import launch
-
-    ctx = mp.get_context(method)
-    log_queue = ctx.Queue()
-    handler = ListHandler()
-    listener = logging.handlers.QueueListener(log_queue, handler)
-    listener.start()
-    try:
-        launch(log_from_child, args=(log_queue,), nprocs=nprocs, method=method, timeout=timeout)
-    finally:
-        listener.stop()  # processes what is still queued, then stops its thread
-        log_queue.close()
-        log_queue.join_thread()
-    return sorted((record.processName, record.getMessage()) for record in handler.records)

@@ -5,11 +5,12 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import sys
 
 import pytest
 
 import helpers.debugging as dbg
-from helpers.processes import live_children, run_with_deadline
+from helpers.processes import live_children, run_with_deadline, running
 from tests.workers import METHODS
 
 
@@ -85,11 +86,76 @@ def test_daemon_cannot_have_children(method):
     assert dbg.daemon_child_error(method).endswith("daemonic processes are not allowed to have children")
 
 
-def test_orphan_demo_finds_and_cleans_up():
+@pytest.mark.skipif(sys.platform != "linux", reason="PR_SET_PDEATHSIG is Linux-only")
+def test_orphan_demo_plain_child_stays_torch_children_follow_their_parent():
     demo = dbg.orphan_demo()
     assert demo["script_exitcode"] == -9 and demo["orphan_alive"] and demo["found_by_scan"]
-    assert demo["cleaned_up"] and demo["orphan_parent"] != os.getpid()
+    assert demo["cleaned_up"]
+    assert demo["seconds_to_exit"]["mp.spawn child"] < 5  # PR_SET_PDEATHSIG
+    assert demo["seconds_to_exit"]["DataLoader worker"] < 10  # the 5 s watchdog poll
     assert dbg.find_processes("no-such-marker-9a8b7c") == []
+
+
+def test_ready_files_and_exit_watch(tmp_path):
+    import multiprocessing as mp
+
+    child = mp.get_context(METHODS[0]).Process(
+        target=dbg.wait_until_signalled, args=(0, "c", str(tmp_path), 60)
+    )
+    child.start()
+    try:
+        pids = dbg.read_pids(str(tmp_path), ["c"], timeout=60)
+        assert pids == {"c": child.pid}
+        assert dbg.seconds_until_exit(pids, timeout=0.3) == {"c": None}
+        os.kill(child.pid, signal.SIGINT)
+        assert dbg.seconds_until_exit(pids, timeout=20)["c"] is not None
+    finally:
+        child.join(5)
+    assert child.exitcode == 1  # KeyboardInterrupt in a plain child
+    with pytest.raises(TimeoutError, match="missing"):
+        dbg.read_pids(str(tmp_path), ["missing"], timeout=0.1)
+
+
+def test_process_exited_exception_names_rank_code_and_signal():
+    import torch.multiprocessing as tmp
+
+    with pytest.raises(tmp.ProcessExitedException) as raised:
+        tmp.start_processes(dbg.exit_on_rank, args=("SIGKILL",), nprocs=2, start_method=METHODS[0])
+    error = raised.value
+    assert (error.error_index, error.exit_code, error.signal_name) == (1, -signal.SIGKILL, "SIGKILL")
+
+
+def test_print_later(capsys):
+    dbg.print_later("late", 0)
+    assert capsys.readouterr().out == "late\n"
+
+
+def test_mismatched_all_reduce_is_named_by_detail_debugging(tmp_path):
+    import subprocess
+
+    from helpers.processes import kill_tree
+
+    (tmp_path / "train.py").write_text(
+        "from torch.distributed.elastic.multiprocessing.errors import record\n"
+        "from helpers.debugging import mismatched_all_reduce\n"
+        "@record\ndef main():\n    mismatched_all_reduce(timeout=5)\n"
+        "if __name__ == '__main__':\n    main()\n"
+    )
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--local-addr=127.0.0.1"]
+    run = subprocess.Popen(
+        [*command, "--nproc-per-node=2", "train.py"],
+        cwd=tmp_path,
+        env={**os.environ, "TORCH_DISTRIBUTED_DEBUG": "DETAIL"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        output = run.communicate(timeout=100)[0]
+    finally:
+        kill_tree(run.pid, grace=5)
+    assert run.returncode == 1
+    assert "Detected mismatch between collectives on ranks" in output and "error_file: /" in output
 
 
 def test_oversubscription_grid_shape():
@@ -100,9 +166,26 @@ def test_oversubscription_grid_shape():
 
 @pytest.mark.parametrize("method", METHODS)
 def test_logs_arrive_with_process_names(method):
-    records = dbg.collect_child_logs(2, method=method)
-    assert [name for name, _ in records] == ["log_from_child-0"] * 2 + ["log_from_child-1"] * 2
-    assert ("log_from_child-1", "rank 1 done") in records
+    import logging.handlers
+    import multiprocessing as mp
+
+    ctx = mp.get_context(method)
+    log_queue, kept = ctx.Queue(), dbg.ListHandler()
+    listener = logging.handlers.QueueListener(log_queue, kept)
+    listener.start()
+    children = [ctx.Process(target=dbg.log_from_child, args=(r, log_queue), name=f"w{r}") for r in (0, 1)]
+    try:
+        with running(children, timeout=60):
+            pass
+    finally:
+        listener.stop()
+    records = sorted((r.processName, r.getMessage()) for r in kept.records)
+    assert records == [
+        ("w0", "rank 0 done"),
+        ("w0", "rank 0 starting"),
+        ("w1", "rank 1 done"),
+        ("w1", "rank 1 starting"),
+    ]
 
 
 def test_list_handler_and_log_from_child():

@@ -58,7 +58,6 @@ NOT_YET_SHOWN: set[str] = {
     "05_hogwild.ipynb",
     "06_ddp_mp_spawn.ipynb",
     "07_dataloader_workers.ipynb",
-    "08_debugging_and_pitfalls.ipynb",
 }
 
 
