@@ -19,6 +19,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import random
+import sys
 import time
 from collections.abc import Callable
 
@@ -50,10 +51,11 @@ __all__ = [
     "worker_memory",
 ]
 
-# The cheapest start method here for workers that need nothing special: fork where the platform
-# has it (milliseconds to start), else spawn. Passed explicitly, so results do not depend on the
-# platform's default start method.
-FAST_METHOD = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
+# The cheapest safe start method for workers that need nothing special: fork on Linux (milliseconds
+# to start), spawn elsewhere (macOS has fork, but CPython calls it unsafe there: system frameworks may
+# crash a forked child; its default is spawn since 3.8). Passed explicitly, so results do not depend
+# on the platform's default start method.
+FAST_METHOD = "fork" if sys.platform == "linux" else "spawn"
 
 
 class SlowSquares(Dataset):
@@ -221,23 +223,25 @@ def measure_throughput(
     batch_size: int = 16,
     work: int = 20_000,
     method: str = FAST_METHOD,
+    train_step: Callable[[torch.Tensor], object] | None = None,
 ) -> float:
-    """Samples per second for one full epoch of :class:`SlowSquares`, worker start-up included.
+    """Samples per second for one epoch of :class:`SlowSquares` (worker start-up included); this
+    process runs ``train_step(batch)`` on every batch when given. Notebook 07, section 1.
 
-    >>> measure_throughput(0, n=8, batch_size=4, work=10) > 0
+    >>> measure_throughput(0, n=8, batch_size=4, work=10, train_step=lambda batch: batch * 2) > 0
     True
     """
-    if num_workers < 0 or batch_size < 1:
-        raise ValueError(f"need num_workers >= 0 and batch_size >= 1, got {num_workers}, {batch_size}")
-    loader = DataLoader(
+    loader = DataLoader(  # DataLoader itself refuses num_workers < 0 and batch_size < 1 (ValueError)
         SlowSquares(n, work),
         batch_size=batch_size,
         num_workers=num_workers,
         multiprocessing_context=method if num_workers else None,
     )
     start = time.perf_counter()
-    count = sum(len(batch) for batch in loader)
-    return count / (time.perf_counter() - start)
+    for batch in loader:
+        if train_step is not None:
+            train_step(batch)
+    return n / (time.perf_counter() - start)
 
 
 def explore_loader(num_workers: int = 2, batch_size: int = 16) -> float:
@@ -427,11 +431,12 @@ def worker_memory(dataset: Dataset, method: str = FAST_METHOD) -> dict[str, floa
     """Memory (MB) of one DataLoader worker after it has read ``dataset`` once, with psutil.
 
     ``uss`` is memory only that worker owns (its private copies), ``pss`` adds a fair share of the
-    pages it shares, ``rss`` counts every page it maps. The worker is persistent so it can be
-    measured after the epoch; it is shut down before this returns.
+    pages it shares (Linux only: psutil has no PSS elsewhere, and the key is then missing), ``rss``
+    counts every page it maps. The worker is persistent so it can be measured after the epoch; it is
+    shut down before this returns. Notebook 07, section 8.
 
-    >>> sorted(worker_memory(Records(1000, as_array=True)))
-    ['pss', 'rss', 'uss']
+    >>> {"uss", "rss"} <= set(worker_memory(Records(1000, as_array=True)))
+    True
     """
     before = {child.pid for child in live_children()}
     loader = DataLoader(
@@ -443,6 +448,6 @@ def worker_memory(dataset: Dataset, method: str = FAST_METHOD) -> dict[str, floa
     try:
         (worker,) = [c for c in live_children() if c.pid not in before]
         info = worker.memory_full_info()
-        return {name: getattr(info, name) / 2**20 for name in ("uss", "pss", "rss")}
+        return {name: getattr(info, name) / 2**20 for name in ("uss", "pss", "rss") if hasattr(info, name)}
     finally:
         del iterator, loader  # shuts the persistent worker down

@@ -94,3 +94,25 @@ def test_records_and_worker_memory():
         as_array = hd.worker_memory(hd.Records(1_000_000, as_array=True))
         assert as_list["uss"] > as_array["uss"] + 15  # MB: 1M floats are ~32 MB of objects
     assert live_children() == []
+
+
+def test_throughput_runs_the_train_step_on_every_batch():
+    seen = []
+    assert hd.measure_throughput(0, n=8, batch_size=4, work=1, train_step=seen.append) > 0
+    assert [batch.tolist() for batch in seen] == [[0, 1, 4, 9], [16, 25, 36, 49]]
+
+
+def test_a_worker_killed_by_sigbus_reads_as_the_shared_memory_error():
+    import signal
+
+    if not hasattr(signal, "SIGBUS"):
+        pytest.skip("no SIGBUS on this platform")
+    loader = DataLoader(
+        hd.SignalsInWorker(signal.SIGBUS), num_workers=1, multiprocessing_context=hd.FAST_METHOD
+    )
+    with pytest.raises(RuntimeError, match="exited unexpectedly") as raised:
+        next(iter(loader))
+    assert "is killed by signal: Bus error" in str(raised.value.__cause__)
+    with pytest.raises(RuntimeError, match="only signals a DataLoader worker"):
+        hd.SignalsInWorker(signal.SIGBUS)[0]
+    assert live_children() == []

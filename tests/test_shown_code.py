@@ -57,7 +57,6 @@ NOT_YET_SHOWN: set[str] = {
     "04_fork_and_cuda.ipynb",
     "05_hogwild.ipynb",
     "06_ddp_mp_spawn.ipynb",
-    "07_dataloader_workers.ipynb",
 }
 
 
