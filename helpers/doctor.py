@@ -137,8 +137,8 @@ _ABOUT = {
     ),
     "threads before fork": (
         "A forked child inherits memory but only the calling thread: a lock held by another "
-        "thread (GNU OpenMP's pool after a parallel region) stays locked forever in the child, "
-        "so its first parallel op hangs.",
+        "thread (GNU OpenMP's pool after a parallel region, a kernel's or a Queue's threads) "
+        "stays locked forever in the child, so it can hang (an OpenMP parallel op does).",
         "Start workers with spawn/forkserver, or call torch.set_num_threads(1) first thing in "
         "each fork child (DataLoader workers do).",
         "01 §4 The CPU fork hazard; 04 §2 The CPU twin",
@@ -226,6 +226,14 @@ _ABOUT = {
         "01 §2 A worker defined in the notebook fails under spawn; 07 §7 multiprocessing_context",
         "pytorch#5301, pytorch#51344; Python docs 'multiprocessing: interactive interpreter'",
     ),
+    "stack dumps": (
+        "When a job hangs, its Python stacks say where; py-spy reads them from outside with ptrace, "
+        "which Yama (ptrace_scope 1-3) and containers without CAP_SYS_PTRACE refuse.",
+        "pip install py-spy; docker run --cap-add SYS_PTRACE; or run workers through "
+        "helpers.launch.launch (faulthandler on SIGUSR1 needs no ptrace).",
+        "08 §1 Diagnosing a hang",
+        "py-spy docs 'Docker' (--cap-add SYS_PTRACE); Linux Yama docs (ptrace_scope)",
+    ),
 }
 
 CHECKS = tuple(_ABOUT)  # the names :func:`check` can run, in the order it reports them
@@ -278,7 +286,8 @@ def _check_start_method() -> Finding:
     effective = default_start_method()
     measured = f"{effective} (platform default {platform_default}; Python 3.14+ on Linux: forkserver)"
     if effective != platform_default:
-        why = f"{ENV_VAR}={os.environ[ENV_VAR]}" if os.environ.get(ENV_VAR) else "set_start_method()"
+        forced_by_env = os.environ.get(ENV_VAR, "").strip() == effective
+        why = f"{ENV_VAR}={effective} (helpers.portability)" if forced_by_env else "set_start_method()"
         return _finding("default start method", "warn", f"{effective}, forced by {why}; {measured}")
     return _finding("default start method", "ok", measured)
 
@@ -530,6 +539,37 @@ def _check_orphans() -> Finding:
     )
 
 
+def _ptrace_scope() -> int | None:
+    """Yama's ptrace_scope (0 classic, 1 descendants only, 2 admin only, 3 none); None without Yama."""
+    try:
+        return int(Path("/proc/sys/kernel/yama/ptrace_scope").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _has_cap_sys_ptrace() -> bool:
+    with contextlib.suppress(OSError, ValueError, StopIteration):
+        status = Path("/proc/self/status").read_text().splitlines()
+        mask = next(line for line in status if line.startswith("CapEff:")).split()[1]
+        return bool(int(mask, 16) >> 19 & 1)  # CAP_SYS_PTRACE is capability 19
+    return False
+
+
+def _check_stack_dumps() -> Finding:
+    from helpers.debugging import py_spy_path
+
+    spy, scope, cap = py_spy_path(), _ptrace_scope(), _has_cap_sys_ptrace()
+    measured = (
+        f"py-spy {spy or 'not installed'}; Yama ptrace_scope {'absent' if scope is None else scope}; "
+        f"CAP_SYS_PTRACE {'yes' if cap else 'no'}"
+    )
+    if spy is None:
+        return _finding("stack dumps", "warn", measured)
+    if scope == 3 or (scope in (1, 2) and not cap):
+        return _finding("stack dumps", "warn", measured + ": py-spy may attach only to its own children")
+    return _finding("stack dumps", "ok", measured)
+
+
 # --- Per-process checks: this process (inside), or another one by pid (from outside) -------------
 
 
@@ -627,7 +667,11 @@ def _check_kernel(pid: int | None) -> Finding:
         return _finding("Jupyter kernel", "ok", "not a Jupyter kernel")
     method = default_start_method() if pid is None else "unknown from outside"
     risky = method != "fork"
-    measured = f"a Jupyter kernel; default start method {method}: workers must come from an importable module"
+    measured = f"a Jupyter kernel, default start method {method}: " + (
+        "cell-defined workers run only under fork; spawn/forkserver import them from a module"
+        if not risky
+        else "a worker defined in a cell fails in the child"
+    )
     return _finding("Jupyter kernel", "warn" if risky else "ok", measured)
 
 
@@ -837,6 +881,7 @@ def check(
         "orphaned workers": _check_orphans,
         "stale shared memory": _check_stale_shared_memory,
         "Jupyter kernel": lambda: _check_kernel(pid) if per_process else _not_here("Jupyter kernel"),
+        "stack dumps": _check_stack_dumps,
     }
     if target is not None:
         runs["target importable"] = lambda: _check_target(target, timeout)
@@ -863,11 +908,16 @@ def format_findings(findings: Sequence[Finding], details: bool = True) -> str:
         lines += [f"{'':<6}  {'':<{width}}  {more}" for more in measured[1:]]
     problems = [f for f in findings if f.status in ("warn", "fail")]
     if details and problems:
-        lines.append("")
         for f in problems:
-            lines.append(f"{f.status.upper()} {f.name}: {f.why}")
-            lines.append(f"  fix: {f.fix}")
-            lines.append(f"  taught in: {f.teaches}; prevents: {f.prevents}")
+            lines.append("")
+            lines += textwrap.wrap(f"{f.status.upper()} {f.name}: {f.why}", 110, subsequent_indent="  ")
+            lines += textwrap.wrap(f"fix: {f.fix}", 110, initial_indent="  ", subsequent_indent="    ")
+            lines += textwrap.wrap(
+                f"taught in: {f.teaches}; prevents: {f.prevents}",
+                110,
+                initial_indent="  ",
+                subsequent_indent="    ",
+            )
     return "\n".join(lines)
 
 

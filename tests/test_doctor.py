@@ -127,9 +127,9 @@ def test_the_platform_default_start_method_passes():
 def test_a_forced_default_start_method_warns():
     other = next(m for m in mp.get_all_start_methods() if m != mp.get_all_start_methods()[0])
     setup = f"import multiprocessing as mp; mp.set_start_method({other!r})\n"
-    finding = check_in_fresh_interpreter(setup, 'check(only=["default start method"])')[
-        "default start method"
-    ]
+    finding = check_in_fresh_interpreter(
+        setup, 'check(only=["default start method"])', env={"MP_DEFAULT_START_METHOD": ""}
+    )["default start method"]
     assert finding["status"] == "warn" and f"{other}, forced by set_start_method()" in finding["measured"]
     forced = check_in_fresh_interpreter(
         "from helpers.portability import apply_forced_start_method; apply_forced_start_method()\n",
@@ -443,12 +443,27 @@ def test_inside_a_kernel_with_spawn_the_kernel_check_warns():
         reply = client.execute_interactive(code, timeout=120, output_hook=outputs.append)
         assert reply["content"]["status"] == "ok"
         text = "".join(m["content"].get("text", "") for m in outputs if m["msg_type"] == "stream")
-        assert text.startswith("warn | a Jupyter kernel; default start method spawn"), text
+        assert text.startswith("warn | a Jupyter kernel, default start method spawn"), text
         from_outside = one("Jupyter kernel", pid=manager.provisioner.process.pid)
         assert from_outside.status == "warn" and "unknown from outside" in from_outside.measured
     finally:
         client.stop_channels()
         manager.shutdown_kernel(now=True)
+
+
+def test_stack_dumps_pass_with_py_spy_and_ptrace_allowed():
+    finding = one("stack dumps")
+    scope = doctor._ptrace_scope()
+    if scope in (None, 0) or doctor._has_cap_sys_ptrace():
+        assert finding.status == "ok" and "py-spy /" in finding.measured
+    else:
+        assert finding.status == "warn" and f"ptrace_scope {scope}" in finding.measured
+
+
+def test_stack_dumps_warn_without_py_spy(monkeypatch):
+    monkeypatch.setattr("helpers.debugging.py_spy_path", lambda: None)
+    finding = one("stack dumps")
+    assert finding.status == "warn" and "py-spy not installed" in finding.measured
 
 
 # --- inspect() ----------------------------------------------------------------------------------------
