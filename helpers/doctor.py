@@ -232,7 +232,7 @@ _ABOUT = {
         "pip install py-spy; docker run --cap-add SYS_PTRACE; or run workers through "
         "helpers.launch.launch (faulthandler on SIGUSR1 needs no ptrace).",
         "08 §1 Diagnosing a hang",
-        "py-spy docs 'Docker' (--cap-add SYS_PTRACE); Linux Yama docs (ptrace_scope)",
+        "py-spy README 'How do I run py-spy in Docker?', py-spy PR #459; kernel docs LSM/Yama (ptrace_scope)",
     ),
 }
 

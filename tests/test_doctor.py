@@ -92,6 +92,15 @@ def test_format_findings_is_a_table_with_explanations_for_problems_only():
     assert "FAIL" not in format_findings(findings, details=False)
 
 
+def test_importing_the_doctor_loads_only_the_standard_library_and_helpers():
+    probe = (
+        "import sys\nbefore = set(sys.modules)\nimport helpers.doctor\n"
+        "new = {name.split('.')[0] for name in set(sys.modules) - before}\n"
+        "print(sorted(new - set(sys.stdlib_module_names) - {'helpers', '__mp_main__'}))\n"
+    )  # multiprocessing registers __main__ again as __mp_main__
+    assert run_python_script(probe, timeout=60).stdout.strip() == "[]"  # torch and psutil: only when checking
+
+
 def test_a_finding_refuses_an_unknown_status():
     with pytest.raises(ValueError, match="status"):
         Finding("x", "fine", "", "", "", "", "")
