@@ -85,6 +85,9 @@ def _run_rank(fn, rank, args, results, release, threads, keep_alive) -> None:
     Staying alive matters: a tensor in the result travels as a handle to this process's shared
     memory, which the parent can only open while this process exists.
     """
+    from helpers.doctor import register_stack_dump
+
+    register_stack_dump()  # SIGUSR1 dumps stacks where helpers.doctor.inspect reads them, no ptrace needed
     if threads is not None:
         import torch
 

@@ -1,0 +1,568 @@
+"""helpers.doctor: every check made to pass, and made to warn or fail by inducing the condition for real.
+
+Conditions that belong to a process (threads already started, a forced start method, a low
+open-file limit, a CPU affinity) are induced in a fresh interpreter that then runs ``check()``
+on itself, so this test process stays as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+import torch
+
+from helpers import doctor
+from helpers.debugging import sleep_for
+from helpers.doctor import CHECKS, DoctorError, Finding, check, format_findings, inspect
+from helpers.launch import launch
+from helpers.processes import kill_tree, run_python_script
+from tests import workers
+
+LINUX = sys.platform.startswith("linux")
+linux_only = pytest.mark.skipif(not LINUX, reason="reads /proc (Linux only)")
+
+
+def check_in_fresh_interpreter(setup: str, call: str = "check()", env: dict | None = None) -> dict[str, dict]:
+    """Run ``setup`` then ``call`` in a new interpreter; return its findings by name."""
+    source = textwrap.dedent(setup) + textwrap.dedent(f"""
+        import dataclasses, json
+        from helpers.doctor import check
+        print("FINDINGS " + json.dumps([dataclasses.asdict(f) for f in {call}]))
+    """)
+    old = {key: os.environ.get(key) for key in (env or {})}
+    os.environ.update(env or {})
+    try:
+        done = run_python_script(source, timeout=120)
+    finally:
+        for key, value in old.items():
+            os.environ.pop(key) if value is None else os.environ.__setitem__(key, value)
+    line = next((x for x in done.stdout.splitlines() if x.startswith("FINDINGS ")), None)
+    assert line is not None, done.stderr
+    return {f["name"]: f for f in json.loads(line.removeprefix("FINDINGS "))}
+
+
+def one(name: str, **kwargs) -> Finding:
+    (finding,) = check(only=[name], **kwargs)
+    assert finding.name == name
+    return finding
+
+
+def doctor_cli(*args: str, shell_prefix: str = "") -> subprocess.CompletedProcess:
+    command = f"{shell_prefix}{sys.executable} -m helpers.doctor " + " ".join(f"'{a}'" for a in args)
+    return subprocess.run(["sh", "-c", command], capture_output=True, text=True, timeout=120, check=False)
+
+
+# --- The findings themselves -----------------------------------------------------------------------
+
+
+def test_every_finding_says_why_the_fix_where_it_is_taught_and_what_it_prevents():
+    findings = check(target="helpers.debugging:sleep_for", imports=["json"], master_port=0)
+    assert [f.name for f in findings] == list(CHECKS)
+    for f in findings:
+        assert f.status in ("ok", "warn", "fail", "n/a") and f.measured
+        assert f.why and f.fix and f.teaches[:2].isdigit() and f.prevents, f
+
+
+def test_a_fresh_command_line_says_n_a_for_per_process_checks_instead_of_passing():
+    findings = {f.name: f for f in check(this_process=False)}
+    per_process = ["threads before fork", "CUDA initialised", "leftover children", "Jupyter kernel"]
+    assert [findings[name].status for name in per_process] == ["n/a"] * 4
+    assert all(findings[name].status != "n/a" for name in findings if name not in per_process)
+
+
+def test_format_findings_is_a_table_with_explanations_for_problems_only():
+    findings = [
+        Finding("open files", "fail", "soft limit 64", "because", "ulimit -n", "02 §5", "pytorch#973"),
+        Finding("hostname", "ok", "localhost", "why", "fix", "06 §2b", "pytorch#150532"),
+    ]
+    text = format_findings(findings)
+    assert text.splitlines()[0].split() == ["status", "check", "measured"]
+    assert "FAIL open files: because" in text and "fix: ulimit -n" in text and "pytorch#973" in text
+    assert "pytorch#150532" not in text  # an ok finding gets no explanation
+    assert "FAIL" not in format_findings(findings, details=False)
+
+
+def test_importing_the_doctor_loads_only_the_standard_library_and_helpers():
+    probe = (
+        "import sys\nbefore = set(sys.modules)\nimport helpers.doctor\n"
+        "new = {name.split('.')[0] for name in set(sys.modules) - before}\n"
+        "print(sorted(new - set(sys.stdlib_module_names) - {'helpers', '__mp_main__'}))\n"
+    )  # multiprocessing registers __main__ again as __mp_main__
+    assert run_python_script(probe, timeout=60).stdout.strip() == "[]"  # torch and psutil: only when checking
+
+
+def test_a_finding_refuses_an_unknown_status():
+    with pytest.raises(ValueError, match="status"):
+        Finding("x", "fine", "", "", "", "", "")
+
+
+def test_unknown_check_names_and_missing_pids_are_bad_input():
+    with pytest.raises(DoctorError, match="unknown check"):
+        check(only=["no such check"])
+    with pytest.raises(DoctorError, match="no process"):
+        check(pid=2**22 + 12345)
+
+
+# --- Python, torch and the start method ------------------------------------------------------------
+
+
+def test_versions_in_the_tested_range_pass():
+    finding = one("python and torch")
+    assert finding.status == "ok" and torch.__version__ in finding.measured
+
+
+def test_versions_outside_the_tested_range_warn():
+    assert doctor._check_versions(python="3.9.1", torch_version="2.13.0").status == "warn"
+    assert doctor._check_versions(python="3.11.7", torch_version="2.4.0").status == "warn"
+    newer = doctor._check_versions(python="3.14.0", torch_version="2.13.0")
+    assert newer.status == "warn" and (not LINUX or "forkserver" in newer.measured)
+
+
+def test_the_platform_default_start_method_passes():
+    finding = check_in_fresh_interpreter("", 'check(only=["default start method"])')["default start method"]
+    assert finding["status"] == "ok" and finding["measured"].startswith(mp.get_all_start_methods()[0])
+
+
+def test_a_forced_default_start_method_warns():
+    other = next(m for m in mp.get_all_start_methods() if m != mp.get_all_start_methods()[0])
+    setup = f"import multiprocessing as mp; mp.set_start_method({other!r})\n"
+    finding = check_in_fresh_interpreter(
+        setup, 'check(only=["default start method"])', env={"MP_DEFAULT_START_METHOD": ""}
+    )["default start method"]
+    assert finding["status"] == "warn" and f"{other}, forced by set_start_method()" in finding["measured"]
+    forced = check_in_fresh_interpreter(
+        f"import multiprocessing as mp; mp.set_start_method({other!r})  # as tests/portability.py does\n",
+        'check(only=["default start method"])',
+        env={"MP_DEFAULT_START_METHOD": other},
+    )["default start method"]
+    assert forced["status"] == "warn" and f"MP_DEFAULT_START_METHOD={other}" in forced["measured"]
+
+
+# --- The target --------------------------------------------------------------------------------------
+
+
+def test_a_module_level_function_passes_by_name_and_as_an_object():
+    by_name = one("target importable", target="helpers.debugging:sleep_for")
+    assert by_name.status == "ok" and "pickles by name" in by_name.measured
+    assert one("target importable", target=sleep_for).status == "ok"
+
+
+def test_a_lambda_and_a_nested_function_fail():
+    def nested(rank):
+        return rank
+
+    lam = one("target importable", target=lambda rank: rank)
+    assert lam.status == "fail" and "lambda" in lam.measured
+    assert one("target importable", target=nested).status == "fail"
+
+
+def test_a_function_defined_in_main_fails():
+    setup = "def worker(rank):\n    return rank\n"
+    finding = check_in_fresh_interpreter(setup, 'check(target=worker, only=["target importable"])')
+    assert finding["target importable"]["status"] == "fail"
+    assert "__main__" in finding["target importable"]["measured"]
+    assert one("target importable", target="__main__:worker").status == "fail"
+
+
+@pytest.fixture
+def module_dir(tmp_path, monkeypatch):
+    """A directory on sys.path for throw-away modules (the fresh interpreter gets this sys.path)."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return tmp_path
+
+
+def test_a_module_attribute_holding_a_lambda_fails_in_the_fresh_interpreter(module_dir):
+    (module_dir / "doctor_lambda_target.py").write_text("work = lambda rank: rank\n")
+    finding = one("target importable", target="doctor_lambda_target:work")
+    assert finding.status == "fail" and "is a lambda" in finding.measured
+
+
+def test_a_module_that_hangs_or_raises_on_import_fails_within_the_deadline(module_dir):
+    (module_dir / "doctor_slow_target.py").write_text("import time\ntime.sleep(60)\ndef work(rank): pass\n")
+    (module_dir / "doctor_broken_target.py").write_text("raise RuntimeError('top level ran')\n")
+    started = time.monotonic()
+    slow = one("target importable", target="doctor_slow_target:work", timeout=3)
+    assert slow.status == "fail" and "took over 3 s" in slow.measured
+    assert time.monotonic() - started < 30
+    broken = one("target importable", target="doctor_broken_target:work")
+    assert broken.status == "fail" and "RuntimeError: top level ran" in broken.measured
+
+
+@pytest.mark.parametrize(
+    "target", ["no_such_module:fn", "helpers.debugging:no_such_function", "no colon", "a:b:c"]
+)
+def test_an_unimportable_or_malformed_target_is_bad_input(target):
+    with pytest.raises(DoctorError, match="target"):
+        check(target=target)
+
+
+def test_the_command_line_answers_a_bad_target_with_one_line_and_exit_2():
+    done = doctor_cli("--target", "no_such_module:fn")
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.splitlines() == [
+        "doctor: cannot import target 'no_such_module:fn': no module named 'no_such_module'"
+    ]
+    assert doctor_cli("--nprocs", "many").stderr.count("\n") == 1
+
+
+# --- Threads --------------------------------------------------------------------------------------
+
+
+@linux_only
+def test_a_process_that_ran_no_parallel_region_passes_the_fork_check():
+    finding = check_in_fresh_interpreter("import torch\n", 'check(only=["threads before fork"])')
+    assert finding["threads before fork"]["status"] == "ok"
+    assert "0 waiting in an OpenMP library, 1 Python thread" in finding["threads before fork"]["measured"]
+
+
+@linux_only
+def test_a_parent_that_started_openmp_threads_warns_before_fork():
+    setup = "import torch\ntorch.set_num_threads(2)\ntorch.randn(4_000_000, dtype=torch.float64).float()\n"
+    finding = check_in_fresh_interpreter(setup, 'check(only=["threads before fork"])')["threads before fork"]
+    assert finding["status"] == "warn"
+    assert int(finding["measured"].split(", ")[1].split()[0]) >= 1  # threads waiting in libgomp/libomp
+
+
+def test_threads_within_the_usable_cpus_pass():
+    finding = check_in_fresh_interpreter(
+        "import torch; torch.set_num_threads(1)\n", 'check(only=["CPU threads"])'
+    )
+    assert finding["CPU threads"]["status"] == "ok"
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs sched_setaffinity")
+def test_more_threads_than_usable_cpus_warn():
+    setup = "import os, torch\nos.sched_setaffinity(0, {min(os.sched_getaffinity(0))})\n"
+    setup += "torch.set_num_threads(2)\n"
+    finding = check_in_fresh_interpreter(setup, 'check(only=["CPU threads"])')["CPU threads"]
+    assert finding["status"] == "warn" and "on 1 usable CPU" in finding["measured"]
+    assert one("CPU threads", processes=doctor.usable_cpus() + 1).status == "warn"
+
+
+def test_cgroup_quotas_read_as_cpus():
+    assert doctor.cpu_quota("max 100000") is None
+    assert doctor.cpu_quota("150000 100000") == 1.5
+    assert doctor.cpu_quota(quota_us="-1", period_us="100000") is None
+    assert doctor.cpu_quota(quota_us="400000", period_us="100000") == 4.0
+
+
+# --- CUDA (the CPU answers here; the GPU path where a GPU is lent) --------------------------------
+
+
+def test_cuda_is_not_initialised_in_this_process():
+    finding = one("CUDA initialised")
+    assert finding.status == "ok"
+    if torch.version.cuda is None:
+        assert "CPU build" in finding.measured
+
+
+@linux_only
+def test_cuda_seen_from_outside_a_process_that_never_loaded_libcuda():
+    child = subprocess.Popen([sys.executable, "-c", "import torch, time; time.sleep(30)"])
+    try:
+        time.sleep(1)
+        finding = one("CUDA initialised", pid=child.pid)
+        assert finding.status == "ok" and "libcuda is not mapped" in finding.measured
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_importing_torch_does_not_initialise_cuda_and_a_missing_module_is_bad_input():
+    assert doctor.which_imports_initialise_cuda(["json", "torch"]) == []
+    finding = one("imports initialise CUDA", imports=["json", "torch"])
+    assert finding.status == "ok" and "none of json, torch" in finding.measured
+    with pytest.raises(DoctorError, match="no_such_module"):
+        doctor.which_imports_initialise_cuda(["no_such_module"])
+    assert one("imports initialise CUDA", imports=["no_such_module"]).status == "fail"
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU: run where one is lent")
+def test_an_import_that_initialises_cuda_is_named(module_dir):
+    (module_dir / "doctor_cuda_import.py").write_text("import torch\ntorch.cuda.init()\n")
+    assert doctor.which_imports_initialise_cuda(["json", "doctor_cuda_import"]) == ["doctor_cuda_import"]
+    finding = one("imports initialise CUDA", imports=["doctor_cuda_import"])
+    assert finding.status == "warn"
+    initialised = check_in_fresh_interpreter(
+        "import torch; torch.cuda.init()\n", 'check(only=["CUDA initialised"])'
+    )
+    assert initialised["CUDA initialised"]["status"] == (
+        "warn" if mp.get_all_start_methods()[0] == "fork" else "ok"
+    )
+
+
+# --- Shared memory, open files ------------------------------------------------------------------------
+
+
+def test_enough_free_shared_memory_passes(tmp_path):
+    finding = one("shared memory", shm_path=str(tmp_path), shm_need=1)
+    assert finding.status in ("ok", "warn") and f"{tmp_path}:" in finding.measured
+    if os.statvfs(tmp_path).f_blocks * os.statvfs(tmp_path).f_frsize > doctor.DOCKER_DEFAULT_SHM:
+        assert finding.status == "ok"
+
+
+def test_free_space_below_the_need_fails(tmp_path):
+    stats = os.statvfs(tmp_path)
+    need = stats.f_bavail * stats.f_frsize + 1024**4
+    finding = one("shared memory", shm_path=str(tmp_path), shm_need=need)
+    assert finding.status == "fail" and "need" in finding.measured
+    assert one("shared memory", shm_path=str(tmp_path / "missing")).status == "fail"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="resource limits are POSIX")
+def test_a_high_open_file_limit_passes():
+    setup = (
+        "import resource\nsoft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)\n"
+        "high = hard if hard != resource.RLIM_INFINITY else 65536\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (high, hard))\n"
+    )
+    import resource
+
+    if resource.getrlimit(resource.RLIMIT_NOFILE)[1] < 4096:
+        pytest.skip("the hard open-file limit here is below 4096")
+    assert check_in_fresh_interpreter(setup, 'check(only=["open files"])')["open files"]["status"] == "ok"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="resource limits are POSIX")
+def test_a_child_with_a_low_open_file_limit_fails_and_file_system_sharing_passes():
+    low = (
+        "import resource\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (64, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))\n"
+    )
+    finding = check_in_fresh_interpreter(low, 'check(only=["open files"])')["open files"]
+    assert finding["status"] == "fail" and "soft limit 64" in finding["measured"]
+    relaxed = low + "import torch.multiprocessing as tmp; tmp.set_sharing_strategy('file_system')\n"
+    assert check_in_fresh_interpreter(relaxed, 'check(only=["open files"])')["open files"]["status"] == "ok"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="ulimit is POSIX")
+def test_the_command_line_under_ulimit_64_reports_the_open_file_limit():
+    done = doctor_cli("--only", "open files", "--brief", shell_prefix="ulimit -n 64 && ")
+    assert done.returncode == 1, done.stderr
+    assert "fail    open files  soft limit 64" in done.stdout
+
+
+# --- Hostname and port ----------------------------------------------------------------------------------
+
+
+def test_a_resolvable_master_addr_passes():
+    finding = one("hostname", master_addr="127.0.0.1")
+    assert finding.status != "fail" and "MASTER_ADDR = 127.0.0.1 -> 127.0.0.1" in finding.measured
+
+
+def test_an_unresolvable_master_addr_fails():
+    finding = one("hostname", master_addr="no-such-host.invalid")
+    assert finding.status == "fail" and "no-such-host.invalid" in finding.measured
+
+
+def test_a_free_port_passes_and_a_port_held_busy_fails():
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        busy = one("master port", master_port=port)
+        assert busy.status == "fail" and f"127.0.0.1:{port}" in busy.measured
+        assert f"pid {os.getpid()}" in busy.measured or "cannot see" in busy.measured
+    assert one("master port", master_port=port).status == "ok"
+
+
+# --- Children, orphans, stale shared memory, kernels ----------------------------------------------------
+
+
+def test_no_leftover_children_passes_and_a_live_child_warns():
+    assert one("leftover children").status == "ok"
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        finding = one("leftover children")
+        assert finding.status == "warn" and f"pid {child.pid}" in finding.measured
+    finally:
+        child.kill()
+        child.wait()
+
+
+# The parent prints its spawn child's pid and dies without joining it: the child lives on.
+_ORPHAN = (
+    "import multiprocessing as mp, os, time\n"
+    "if __name__ == '__main__':\n"
+    "    child = mp.get_context('spawn').Process(target=time.sleep, args=(60,)); child.start()\n"
+    "    print(child.pid, flush=True); os._exit(0)\n"
+)
+
+
+@linux_only
+def test_a_spawn_child_whose_parent_died_is_reported_as_orphaned():
+    assert one("orphaned workers").status == "ok"
+    # Not run_python_script: the orphan inherits the parent's stdout, so reading to its end would wait.
+    parent = subprocess.Popen(
+        [sys.executable, "-c", _ORPHAN], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
+    orphan = psutil.Process(int(parent.stdout.readline()))
+    parent.wait(30)
+    parent.stdout.close()
+    try:
+        deadline = time.monotonic() + 30
+        while "--multiprocessing-fork" not in " ".join(orphan.cmdline()) and time.monotonic() < deadline:
+            time.sleep(0.1)  # the child execs the interpreter first
+        finding = one("orphaned workers")
+        assert finding.status == "warn" and f"pid {orphan.pid}" in finding.measured
+    finally:
+        orphan.kill()
+        psutil.wait_procs([orphan], timeout=10)
+
+
+@linux_only
+def test_a_torch_segment_whose_creator_is_gone_is_stale():
+    assert one("stale shared memory").status == "ok"
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    stale = Path(f"/dev/shm/torch_{gone.pid}_doctor_test_0")
+    stale.write_bytes(b"\0" * 4096)
+    try:
+        finding = one("stale shared memory")
+        assert finding.status == "warn" and stale.name in finding.measured
+    finally:
+        stale.unlink()
+
+
+def test_outside_a_kernel_the_kernel_check_passes():
+    finding = one("Jupyter kernel")
+    assert finding.status == "ok" and finding.measured == "not a Jupyter kernel"
+
+
+@linux_only
+def test_inside_a_kernel_with_spawn_the_kernel_check_warns():
+    from jupyter_client.manager import start_new_kernel
+
+    manager, client = start_new_kernel(kernel_name="python3", startup_timeout=120)
+    try:
+        code = (
+            "import multiprocessing as mp; mp.set_start_method('spawn', force=True)\n"
+            "from helpers.doctor import check\n"
+            "f = check(only=['Jupyter kernel'])[0]\nprint(f.status, '|', f.measured)"
+        )
+        outputs: list[dict] = []
+        reply = client.execute_interactive(code, timeout=120, output_hook=outputs.append)
+        assert reply["content"]["status"] == "ok"
+        text = "".join(m["content"].get("text", "") for m in outputs if m["msg_type"] == "stream")
+        assert text.startswith("warn | a Jupyter kernel, default start method spawn"), text
+        from_outside = one("Jupyter kernel", pid=manager.provisioner.process.pid)
+        assert from_outside.status == "warn" and "unknown from outside" in from_outside.measured
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+
+
+def test_stack_dumps_pass_with_py_spy_and_ptrace_allowed():
+    finding = one("stack dumps")
+    scope = doctor._ptrace_scope()
+    if scope in (None, 0) or doctor._has_cap_sys_ptrace():
+        assert finding.status == "ok" and "py-spy /" in finding.measured
+    else:
+        assert finding.status == "warn" and f"ptrace_scope {scope}" in finding.measured
+
+
+def test_stack_dumps_warn_without_py_spy(monkeypatch):
+    monkeypatch.setattr("helpers.debugging.py_spy_path", lambda: None)
+    finding = one("stack dumps")
+    assert finding.status == "warn" and "py-spy not installed" in finding.measured
+
+
+# --- inspect() ----------------------------------------------------------------------------------------
+
+_HUNG = """
+import threading
+{register}
+lock = threading.Lock()
+lock.acquire()
+print("ready", flush=True)
+lock.acquire()  # never returns
+"""
+
+
+def start_hung(register: bool) -> subprocess.Popen:
+    source = _HUNG.format(
+        register="from helpers.doctor import register_stack_dump; register_stack_dump()" if register else ""
+    )
+    child = subprocess.Popen([sys.executable, "-c", source], stdout=subprocess.PIPE, text=True)
+    assert child.stdout.readline().strip() == "ready"
+    time.sleep(0.2)
+    return child
+
+
+@linux_only
+def test_inspect_reports_a_hung_childs_state_wait_and_stack_within_a_bound():
+    child = start_hung(register=False)
+    try:
+        started = time.monotonic()
+        (report,) = inspect(child.pid, timeout=20)
+        assert time.monotonic() - started < 30
+        assert report.pid == child.pid and report.status in ("sleeping", "disk-sleep")
+        assert report.waits and sum(report.waits.values()) >= 1
+        assert report.stack_source == "py-spy" and "<module>" in report.stack, report.stack
+        text = doctor.format_inspection([report])
+        assert text.startswith(f"pid {child.pid} (parent {os.getpid()})") and "stacks (py-spy)" in text
+    finally:
+        child.kill()
+        child.wait()
+
+
+@linux_only
+def test_without_py_spy_inspect_uses_faulthandler_or_says_why_not(monkeypatch):
+    monkeypatch.setattr("helpers.debugging.py_spy_path", lambda: None)
+    registered, plain = start_hung(register=True), start_hung(register=False)
+    try:
+        (report,) = inspect(registered.pid, timeout=20)
+        assert report.stack_source == "faulthandler (SIGUSR1)" and "<string>" in report.stack, report.stack
+        assert registered.poll() is None  # SIGUSR1 was caught: the process lives on
+        (report,) = inspect(plain.pid, timeout=20)
+        assert report.stack_source == "none" and "py-spy is not installed" in report.stack
+        assert plain.poll() is None  # never sent SIGUSR1: it would have died
+    finally:
+        for child in (registered, plain):
+            child.kill()
+            child.wait()
+
+
+@linux_only
+def test_workers_started_by_launch_register_the_stack_dump():
+    assert launch(workers.catches_sigusr1, nprocs=1, method="spawn") == [True]
+
+
+def test_inspect_of_a_missing_pid_is_bad_input_and_the_cli_says_so_in_one_line():
+    with pytest.raises(DoctorError, match="no process"):
+        inspect(2**22 + 12345)
+    done = doctor_cli("--inspect", str(2**22 + 12345))
+    assert done.returncode == 2 and done.stderr.count("\n") == 1
+
+
+_PARENT = """
+import subprocess, sys
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+print(child.pid, flush=True)
+child.wait()
+"""
+
+
+@linux_only
+def test_the_cli_inspects_a_whole_tree_and_checks_a_pid_as_json():
+    parent = subprocess.Popen([sys.executable, "-c", _PARENT], stdout=subprocess.PIPE, text=True)
+    try:
+        child_pid = int(parent.stdout.readline())
+        done = doctor_cli("--inspect", str(parent.pid), "--json")
+        tree = {r["pid"]: r for r in json.loads(done.stdout)}
+        assert done.returncode == 0 and sorted(tree) == sorted([parent.pid, child_pid])
+        assert tree[child_pid]["ppid"] == parent.pid and "<module>" in tree[child_pid]["stack"]
+        done = doctor_cli("--pid", str(parent.pid), "--json", "--only", "leftover children")
+        (finding,) = json.loads(done.stdout)
+        assert finding["status"] == "warn" and f"pid {child_pid}" in finding["measured"]
+    finally:
+        kill_tree(parent.pid)
+        parent.stdout.close()
