@@ -66,7 +66,6 @@ __all__ = [
     "wait_until_signalled",
     "read_pids",
     "seconds_until_exit",
-    "ORPHAN_KINDS",
     "make_orphans",
     "mismatched_all_reduce",
 ]
@@ -379,7 +378,7 @@ def seconds_until_exit(pids: dict[str, int], timeout: float = 15.0) -> dict[str,
     return took
 
 
-ORPHAN_KINDS = ("plain fork child", "mp.spawn child", "DataLoader worker")
+_ORPHAN_KINDS = ("plain fork child", "mp.spawn child", "DataLoader worker")
 
 
 def make_orphans(ready_dir: str) -> None:
@@ -395,15 +394,15 @@ def make_orphans(ready_dir: str) -> None:
 
     from helpers.data import WhoLoadedMe
 
-    plain = mp.get_context("fork").Process(target=wait_until_signalled, args=(0, ORPHAN_KINDS[0], ready_dir))
+    plain = mp.get_context("fork").Process(target=wait_until_signalled, args=(0, _ORPHAN_KINDS[0], ready_dir))
     plain.start()
     tmp.start_processes(
-        wait_until_signalled, args=(ORPHAN_KINDS[1], ready_dir), join=False, start_method="spawn"
+        wait_until_signalled, args=(_ORPHAN_KINDS[1], ready_dir), join=False, start_method="spawn"
     )
     batches = iter(DataLoader(WhoLoadedMe(4), batch_size=1, num_workers=1, multiprocessing_context="fork"))
     worker_pid = int(next(batches)[3])  # WhoLoadedMe's items say which process loaded them
-    Path(ready_dir, ORPHAN_KINDS[2]).write_text(str(worker_pid))
-    read_pids(ready_dir, ORPHAN_KINDS)  # the spawn child has set PR_SET_PDEATHSIG once it is running
+    Path(ready_dir, _ORPHAN_KINDS[2]).write_text(str(worker_pid))
+    read_pids(ready_dir, _ORPHAN_KINDS)  # the spawn child has set PR_SET_PDEATHSIG once it is running
     os.kill(os.getpid(), signal.SIGKILL)  # no cleanup, no reaping: as the OOM killer would
 
 
@@ -443,8 +442,8 @@ def orphan_demo(timeout: float = 60.0, watch: float = 10.0) -> dict:
         )
         with open(os.devnull, "w") as sink:  # not a pipe: the orphans keep inherited fds open
             done = subprocess.run([sys.executable, str(script)], stdout=sink, timeout=timeout, check=False)
-        pids = read_pids(workdir, ORPHAN_KINDS, timeout=1)
-        orphan = pids.pop(ORPHAN_KINDS[0])
+        pids = read_pids(workdir, _ORPHAN_KINDS, timeout=1)
+        orphan = pids.pop(_ORPHAN_KINDS[0])
         lived = seconds_until_exit(pids, timeout=watch)  # the children torch's launchers guard
         orphan_alive = wait_for_status(orphan, "running", timeout=0) not in ("gone", "zombie")
         found = find_processes(str(script))

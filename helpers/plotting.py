@@ -17,9 +17,9 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.container import BarContainer
 
-__all__ = ["STYLE", "METHOD_COLORS", "new_figure", "bar_chart", "interact_quietly"]
+__all__ = ["METHOD_COLORS", "new_figure", "bar_chart", "interact_quietly"]
 
-STYLE = {
+_STYLE = {
     "figure.figsize": (7.0, 3.6),
     "figure.dpi": 100,
     "axes.grid": True,
@@ -47,16 +47,16 @@ def new_figure(title: str, xlabel: str = "", ylabel: str = "", ncols: int = 1) -
 
     >>> fig, (left, right) = new_figure("two panels", ncols=2)
     """
-    width, height = STYLE["figure.figsize"]
+    width, height = _STYLE["figure.figsize"]
     if ncols > 1:
         width *= 0.75 * ncols
-    fig, axes = plt.subplots(1, ncols, figsize=(width, height), dpi=STYLE["figure.dpi"])
+    fig, axes = plt.subplots(1, ncols, figsize=(width, height), dpi=_STYLE["figure.dpi"])
     for ax in axes if ncols > 1 else [axes]:
-        ax.grid(True, alpha=STYLE["grid.alpha"])
+        ax.grid(True, alpha=_STYLE["grid.alpha"])
         ax.spines[["top", "right"]].set_visible(False)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
-    fig.suptitle(title, fontweight=STYLE["axes.titleweight"])
+    fig.suptitle(title, fontweight=_STYLE["axes.titleweight"])
     return fig, axes
 
 

@@ -100,3 +100,74 @@ def test_no_merge_conflict_markers_in_tracked_files():
         if re.search(r"^(<{7}|>{7}) ", text, flags=re.M):
             marked.append(name)
     assert not marked, f"merge conflict markers in {marked}"
+
+
+def hidden_headings(nb) -> list[str]:
+    """Markdown headings commented out inside code cells (`# ## 6. ...`): invisible as headings.
+
+    >>> nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1\\n# ## 6. Timeouts")])
+    >>> hidden_headings(nb)
+    ['code cell 0: # ## 6. Timeouts']
+    """
+    return [
+        f"code cell {index}: {line.strip()}"
+        for index, cell in enumerate(c for c in nb.cells if c.cell_type == "code")
+        for line in cell.source.splitlines()
+        if re.match(r"\s*#\s*#{1,6}\s", line)
+    ]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_heading_hides_in_a_code_cell(path):
+    hidden = hidden_headings(nbformat.read(path, as_version=4))
+    assert not hidden, f"{path.name}: a heading belongs in a markdown cell: {hidden}"
+
+
+def section_numbers(markdown: str) -> list[str]:
+    """The numbered headings of a notebook in order: ``["1", "2", "2a", "2b", "3"]``.
+
+    >>> section_numbers("## Setup\\n## 1. A\\n### 1a. B\\n## 2. C\\n## Summary")
+    ['1', '1a', '2']
+    """
+    return re.findall(r"^#{2,3} (\d+[a-z]?)\. ", markdown, flags=re.M)
+
+
+def numbering_gaps(numbers: list[str]) -> list[str]:
+    """Where ``numbers`` skips or repeats: sections run 1, 2, 3...; subsections 2a, 2b... under 2.
+
+    >>> numbering_gaps(["1", "2", "2a", "2b", "3"]), numbering_gaps(["1", "3", "3b"])
+    ([], ['3 after 1', '3b after 3'])
+    """
+    gaps, previous = [], "0"
+    for number in numbers:
+        section, letter = int(re.match(r"\d+", number)[0]), number[-1] if number[-1].isalpha() else ""
+        last_section = int(re.match(r"\d+", previous)[0])
+        last_letter = previous[-1] if previous[-1].isalpha() else ""
+        expected = (
+            section == last_section and letter == chr(ord(last_letter or "`") + 1)
+            if letter
+            else section == last_section + 1
+        )
+        if not expected:
+            gaps.append(f"{number} after {previous}")
+        previous = number
+    return gaps
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_section_numbers_are_contiguous(path):
+    nb = nbformat.read(path, as_version=4)
+    numbers = section_numbers("\n".join(c.source for c in nb.cells if c.cell_type == "markdown"))
+    assert not numbering_gaps(numbers), f"{path.name}: sections {numbers}: {numbering_gaps(numbers)}"
+
+
+def test_the_overview_map_links_every_notebook_and_every_title_is_numbered():
+    overview = nbformat.read(ROOT / "notebooks" / "00_overview.ipynb", as_version=4)
+    markdown = "\n".join(c.source for c in overview.cells if c.cell_type == "markdown")
+    linked = set(re.findall(r"\]\((\d\d_\w+\.ipynb)\)", markdown))
+    assert linked == {path.name for path in NOTEBOOKS}, (
+        f"map vs folder: {linked ^ {p.name for p in NOTEBOOKS}}"
+    )
+    for path in NOTEBOOKS:
+        title = nbformat.read(path, as_version=4).cells[0].source.splitlines()[0]
+        assert title.startswith(f"# {path.name[:2]} · "), f"{path.name}: {title}"
