@@ -64,6 +64,8 @@ class SlowSquares(Dataset):
 
     Pure Python holds the GIL, so threads could not speed this up; worker processes can.
 
+    Notebook 07, sections 1 and 6.
+
     >>> SlowSquares(3, work=10)[2]
     tensor(4)
     """
@@ -89,6 +91,8 @@ class WhoLoadedMe(Dataset):
 
     The worker id is -1 in the main process (no workers).
 
+    Notebook 07, section 2 (and 08, section 3).
+
     >>> WhoLoadedMe(2)[1][:3]
     (1, -1, 0)
     """
@@ -109,6 +113,8 @@ class WhoLoadedMe(Dataset):
 class Numbers(IterableDataset):
     """The numbers ``0..n-1``, with no sharding: every worker gets a copy and yields them all.
 
+    Notebook 07, section 3.
+
     >>> list(Numbers(3))
     [0, 1, 2]
     """
@@ -124,6 +130,8 @@ class ShardedNumbers(Numbers):
     """The numbers ``0..n-1``, split between workers with ``get_worker_info()``: each yielded once.
 
     Worker ``k`` of ``W`` takes ``k, k+W, k+2W, ...``.
+
+    Notebook 07, section 3.
 
     >>> list(ShardedNumbers(3))  # in the main process there is no worker info: all of them
     [0, 1, 2]
@@ -141,6 +149,8 @@ class RandomDraws(Dataset):
 
     Before PyTorch 1.9 every forked worker inherited the same NumPy RNG state and drew the same
     "random" numbers; today each worker's NumPy, ``random`` and torch RNGs are seeded differently.
+
+    Notebook 07, section 4.
 
     >>> len(RandomDraws(2)[0])
     3
@@ -164,6 +174,8 @@ def seed_worker(worker_id: int) -> None:
     """``worker_init_fn`` from PyTorch's reproducibility notes: seed NumPy and ``random`` from torch's
     per-worker seed. PyTorch >= 1.9 already does this; keep it for other RNGs you add in the same way.
 
+    Notebook 07, section 4.
+
     >>> seed_worker(0)
     """
     seed = torch.initial_seed() % 2**32
@@ -175,6 +187,8 @@ def collect(loader: DataLoader) -> list:
     """Iterate ``loader`` to the end and return the items, unbatched (each row of each batch).
 
     Iterating to the end shuts non-persistent workers down, so nothing is left behind.
+
+    Notebook 07, sections 2 and 3.
 
     >>> collect(DataLoader(Numbers(3), batch_size=2))
     [0, 1, 2]
@@ -200,6 +214,8 @@ def draws(
     ``seed`` seeds the loader's ``generator``, which picks both the shuffle order and every worker's
     base seed; ``None`` leaves both to chance. With ``num_workers=0`` the draws come from this
     process's global RNGs, which the generator does not seed.
+
+    Notebook 07, section 4.
 
     >>> len(draws(4, num_workers=0, seed=1))
     4
@@ -261,6 +277,8 @@ def explore_loader(num_workers: int = 2, batch_size: int = 16) -> float:
 class SlowStart(Dataset):
     """A tiny dataset whose module (this one) imports torch: what a worker pays to start is the point.
 
+    Notebook 07, section 5.
+
     >>> len(SlowStart())
     4
     """
@@ -279,6 +297,8 @@ def epoch_start_latencies(
 
     Without ``persistent_workers`` every epoch starts its workers afresh; with it, only the first.
     The workers are shut down before this returns (the loader is dropped).
+
+    Notebook 07, section 5.
 
     >>> len(epoch_start_latencies(False, epochs=2, num_workers=0))
     2
@@ -305,6 +325,8 @@ def epoch_start_latencies(
 class CountingDataset(Dataset):
     """Counts, in a shared ``multiprocessing.Value``, how many items the workers have loaded.
 
+    Notebook 07, section 6.
+
     >>> import multiprocessing as mp
     >>> ds = CountingDataset(3, mp.get_context("spawn").Value("i", 0))
     >>> ds[0], ds.loaded.value
@@ -330,6 +352,8 @@ def prefetched_items(
 
     The DataLoader hands each worker ``prefetch_factor`` batches at once; this creates the
     iterator, waits ``wait`` seconds without consuming, and reads the workers' shared counter.
+
+    Notebook 07, section 6.
 
     >>> prefetched_items(2, num_workers=1, wait=0.5) if FAST_METHOD == "fork" else 2
     2
@@ -359,6 +383,8 @@ def first_batch_or_error(
 
     The iterator is deleted in every case, which shuts its workers down. ``echo`` also prints the
     result (for a run in a child process, whose return value is lost).
+
+    Notebook 07, sections 6 and 7.
 
     >>> first_batch_or_error(SlowSquares(2, work=10), method=FAST_METHOD)
     'ok: [0, 1]'
@@ -410,6 +436,8 @@ class Records(Dataset):
     Item ``i`` sums block ``i`` of ``block`` records: it *reads* them, nothing more. Reading a Python
     object still writes to it (its reference count), so a forked worker copies every page it reads
     (copy-on-read); an array's values are read without touching the pages' contents.
+
+    Notebook 07, section 8.
 
     >>> Records(10, as_array=True, block=5)[1]
     35.0

@@ -80,6 +80,8 @@ def take_lock_twice(ready: threading.Event | multiprocessing.synchronize.Event |
     ``ready`` (an Event), when given, is set just before the second acquire.
     Not run here: it hangs on purpose (run it in a child with a deadline).
 
+    Notebook 08, section 1.
+
     >>> hung = run_with_deadline(take_lock_twice, timeout=2)  # doctest: +SKIP
     >>> hung.timed_out  # doctest: +SKIP
     True
@@ -98,6 +100,8 @@ def stuck_with_watchdog(dump_after: float = 1.0) -> None:
     process stays stuck: the parent's deadline then ends it.
     Not run here: it hangs on purpose (run it in a child with a deadline).
 
+    Notebook 08, section 1.
+
     >>> hung = run_with_deadline(stuck_with_watchdog, kwargs={"dump_after": 0.5}, timeout=5)  # doctest: +SKIP
     >>> hung.timed_out, "in take_lock_twice" in hung.output  # doctest: +SKIP
     (True, True)
@@ -115,7 +119,10 @@ def _stuck_on_signal(ready, stack_file: str) -> None:
 
 @dataclass
 class StackDump:
-    """The stacks of a stuck child, as one tool saw them; ``ok`` False means ``text`` says why not."""
+    """The stacks of a stuck child, as one tool saw them; ``ok`` False means ``text`` says why not.
+
+    Notebook 08, section 1.
+    """
 
     tool: str
     ok: bool
@@ -127,6 +134,8 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 def py_spy_path() -> str | None:
     """The ``py-spy`` executable: next to this interpreter (a venv's bin/) or on PATH; None if absent.
+
+    Notebook 08, section 1.
 
     >>> py_spy_path() is None or py_spy_path().endswith("py-spy")
     True
@@ -143,6 +152,8 @@ def dump_stuck_child(tool: str = "signal", method: str = "spawn", timeout: float
     - ``"py-spy"``: ``py-spy dump --pid PID`` reads the stacks from outside (ptrace); nothing needed
       in the child. Not installed, or not permitted (containers without ptrace): ``ok`` is False and
       ``text`` says why.
+
+    Notebook 08, section 1.
 
     >>> dump = dump_stuck_child("signal", method="spawn")
     >>> dump.ok, "take_lock_twice" in dump.text
@@ -187,6 +198,8 @@ EXIT_CASES = ("returns", "sys.exit(3)", "raises", "os._exit(7)", "segfault", "SI
 def exit_by(case: str) -> None:
     """End this process in one of the :data:`EXIT_CASES` ways (run it in a child!).
 
+    Notebook 08, section 2.
+
     >>> exit_by("returns")
     """
     if case == "returns":
@@ -209,6 +222,8 @@ def exit_by(case: str) -> None:
 def what_the_parent_sees(case: str, method: str = "spawn", timeout: float = 30.0) -> ChildResult:
     """Run :func:`exit_by` ``(case)`` in a child; return its exit code and captured output.
 
+    Notebook 08, section 2.
+
     >>> what_the_parent_sees("SIGKILL", method="spawn").exitcode
     -9
     """
@@ -220,6 +235,8 @@ def what_the_parent_sees(case: str, method: str = "spawn", timeout: float = 30.0
 def exit_on_rank(rank: int, case: str, failing_rank: int = 1) -> None:
     """``mp.spawn`` worker: rank ``failing_rank`` ends by :func:`exit_by` ``(case)``, the others return.
 
+    Notebook 08, section 2.
+
     >>> exit_on_rank(0, "SIGKILL")  # rank 0 just returns
     """
     if rank == failing_rank:
@@ -228,6 +245,8 @@ def exit_on_rank(rank: int, case: str, failing_rank: int = 1) -> None:
 
 def headline(output: str) -> str:
     r"""The line of a child's output that says what went wrong (an error or a fatal signal), or "".
+
+    Notebook 08, section 2.
 
     >>> headline("Traceback (most recent call last):\n  ...\nValueError: boom\n")
     'ValueError: boom'
@@ -273,6 +292,8 @@ def explain_exit(case: str = "raises", method: str = "spawn") -> int | None:
 def sleep_for(seconds: float) -> None:
     """Sleep ``seconds``: a child that is still busy when its parent goes away.
 
+    Notebook 08, sections 3 and 5.
+
     >>> sleep_for(0)
     """
     time.sleep(seconds)
@@ -283,6 +304,8 @@ def wait_for_status(pid: int, status: str, timeout: float = 10.0) -> str:
 
     Unlike ``Process.is_alive()`` this does not collect an exited child's status, so a zombie stays
     visible. A process that no longer exists reads as ``"gone"``.
+
+    Notebook 08, section 3.
 
     >>> wait_for_status(os.getpid(), "running", timeout=1) in ("running", "sleeping")
     True
@@ -311,6 +334,8 @@ def _try_to_start_child(conn, method: str) -> None:
 def daemon_child_error(method: str = "spawn", timeout: float = 30.0) -> str:
     """Start a *daemon* process that tries to start a child of its own; return what happened.
 
+    Notebook 08, section 3.
+
     >>> daemon_child_error("spawn")
     'AssertionError: daemonic processes are not allowed to have children'
     """
@@ -331,6 +356,8 @@ def wait_until_signalled(rank: int, name: str, ready_dir: str, seconds: float = 
 
     ``rank`` comes first so ``mp.spawn`` / ``start_processes`` can start it too (they pass the rank).
 
+    Notebook 08, sections 3 and 5.
+
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as ready:
     ...     wait_until_signalled(0, "me", ready, seconds=0)
@@ -343,6 +370,8 @@ def wait_until_signalled(rank: int, name: str, ready_dir: str, seconds: float = 
 
 def read_pids(ready_dir: str, names: Sequence[str], timeout: float = 60.0) -> dict[str, int]:
     """Wait until every child in ``names`` wrote its pid into ``ready_dir``; return ``{name: pid}``.
+
+    Notebook 08, section 5.
 
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as ready:
@@ -365,6 +394,8 @@ def seconds_until_exit(pids: dict[str, int], timeout: float = 15.0) -> dict[str,
 
     A zombie counts as exited (it waits only for its parent to collect its status).
 
+    Notebook 08, sections 3 and 5.
+
     >>> seconds_until_exit({"me": os.getpid()}, timeout=0.2)
     {'me': None}
     """
@@ -386,6 +417,8 @@ def make_orphans(ready_dir: str) -> None:
 
     Run it as a script (Linux): each child has written its pid into ``ready_dir`` before we die.
     Not run here: it kills the process that calls it.
+
+    Notebook 08, section 3.
 
     >>> make_orphans(tempfile.mkdtemp())  # doctest: +SKIP
     """
@@ -412,6 +445,8 @@ def find_processes(marker: str) -> list[psutil.Process]:
     The way to find leftovers that are no longer your children: an orphan is re-parented to
     PID 1 (or a subreaper), so ``live_children()`` cannot see it.
 
+    Notebook 08, sections 3 and 5.
+
     >>> find_processes("no-such-marker-1f2e3d")
     []
     """
@@ -429,6 +464,8 @@ def orphan_demo(timeout: float = 60.0, watch: float = 10.0) -> dict:
     Returns the script's exit code, the seconds the children torch guards (``mp.spawn``'s, the
     DataLoader's) took to exit (None: still running after ``watch`` s), whether the plain child lived
     on as an orphan, whether a scan of command lines found it, and that we killed it.
+
+    Notebook 08, section 3.
 
     >>> demo = orphan_demo()  # doctest: +SKIP
     >>> demo["orphan_alive"], demo["cleaned_up"]  # doctest: +SKIP
@@ -465,6 +502,8 @@ def orphan_demo(timeout: float = 60.0, watch: float = 10.0) -> dict:
 
 def matmul_work(rank: int, threads: int, reps: int, size: int, start_at: float) -> float:
     """Set ``threads``, wait until ``start_at`` (wall clock), run ``reps`` matmuls; return their seconds.
+
+    Notebook 08, section 4.
 
     >>> matmul_work(0, threads=1, reps=2, size=64, start_at=0) > 0
     True
@@ -533,6 +572,8 @@ def mismatched_all_reduce(timeout: float = 30.0) -> None:
     With ``TORCH_DISTRIBUTED_DEBUG=DETAIL`` gloo checks every collective across ranks first and raises
     a ``RuntimeError`` that names both shapes. Not run here: it needs a torchrun world.
 
+    Notebook 08, section 7.
+
     >>> mismatched_all_reduce()  # doctest: +SKIP
     """
     from datetime import timedelta
@@ -555,6 +596,8 @@ def mismatched_all_reduce(timeout: float = 30.0) -> None:
 def print_later(message: str, seconds: float) -> None:
     """Sleep ``seconds``, then print ``message``: output that arrives after its cell has finished.
 
+    Notebook 08, section 6.
+
     >>> print_later("hello", 0)
     hello
     """
@@ -564,6 +607,8 @@ def print_later(message: str, seconds: float) -> None:
 
 def log_from_child(rank: int, log_queue: queue.Queue | multiprocessing.queues.Queue) -> int:
     """Send this child's log records to ``log_queue`` through a ``QueueHandler``; return the rank.
+
+    Notebook 08, section 6.
 
     >>> import queue
     >>> q = queue.Queue()
@@ -581,6 +626,8 @@ def log_from_child(rank: int, log_queue: queue.Queue | multiprocessing.queues.Qu
 
 class ListHandler(logging.Handler):
     """A handler that keeps the records it receives, in ``.records``.
+
+    Notebook 08, section 6.
 
     >>> handler = ListHandler()
     >>> handler.handle(logging.makeLogRecord({"msg": "hi"})) and handler.records[0].msg

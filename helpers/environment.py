@@ -42,6 +42,8 @@ def default_start_method() -> str:
     ``multiprocessing.get_start_method()`` would *set* the default as a side effect, after which
     ``set_start_method`` raises; ``get_all_start_methods()`` lists the default first.
 
+    Notebook 01 (set-up) and the test session's header.
+
     >>> default_start_method() in ("fork", "spawn", "forkserver")
     True
     """
@@ -50,6 +52,8 @@ def default_start_method() -> str:
 
 def cuda_report(timeout: float = 60.0) -> dict:
     """CUDA devices as a fresh interpreter sees them (empty for a CPU-only torch build).
+
+    Notebook 04 (and ``environment_report``).
 
     >>> isinstance(cuda_report()["cuda_devices"], list)
     True
@@ -88,6 +92,8 @@ def environment_report(probe_cuda: bool = True) -> dict:
 
     ``probe_cuda`` asks a separate interpreter about CUDA (only for CUDA builds of torch), so the
     calling process stays fork-safe.
+
+    Notebooks 01, 04 and 05 print it in their set-up.
 
     >>> r = environment_report(probe_cuda=False)
     >>> sorted(r)[:3]

@@ -51,6 +51,8 @@ EX00_SCENARIOS: dict[str, tuple[str, str]] = {
 def check_ex00(module: str = "exercises.ex00_choose_tool") -> CheckResult:
     """Check exercise 00: ``choose_tool(scenario)`` picks the right tool for every scenario.
 
+    Notebook 00, its closing programming exercise.
+
     >>> check_ex00("solutions.ex00_choose_tool").passed
     True
     """

@@ -24,6 +24,8 @@ def check_ex01(
 
     ``method`` is the start method of the two children (spawn: the point of the exercise).
 
+    Notebook 01, its closing programming exercise.
+
     >>> check_ex01("solutions.ex01_start_methods").passed
     True
     """

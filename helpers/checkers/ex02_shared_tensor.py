@@ -26,6 +26,8 @@ def check_ex02(
 
     ``methods``: the start methods to try, in turn (those this platform lacks are skipped).
 
+    Notebook 02, its closing programming exercise.
+
     >>> check_ex02("solutions.ex02_shared_tensor").passed
     True
     """

@@ -42,6 +42,8 @@ def check_ex03(
     ``collect`` runs in a child with a ``timeout``: joining before draining deadlocks, and the child
     (with the producer it started) is killed at the deadline.
 
+    Notebook 03, its closing programming exercise.
+
     >>> check_ex03("solutions.ex03_queues").passed
     True
     """

@@ -37,6 +37,8 @@ def check_ex04(
     runs in a fork child with a ``timeout``. With GNU OpenMP, a worker that does not limit its
     threads first hangs and is killed at the deadline.
 
+    Notebook 04, its closing programming exercise.
+
     >>> check_ex04("solutions.ex04_fork_safe").passed
     True
     """

@@ -29,6 +29,8 @@ _TRUE_WEIGHTS = [-1.0, -0.7, -0.4, -0.1, 0.1, 0.4, 0.7, 1.0]
 def regression_batch(batch_size: int = 32) -> tuple[torch.Tensor, torch.Tensor]:
     """A batch ``(x, y)`` of a noisy linear regression task with 8 inputs (uses torch's global RNG).
 
+    Notebook 05's programming exercise.
+
     >>> x, y = regression_batch(4)
     >>> tuple(x.shape), tuple(y.shape)
     ((4, 8), (4, 1))
@@ -70,6 +72,8 @@ def _mse(model, batch) -> float:
 
 def check_ex05(module: str = "exercises.ex05_hogwild", timeout: float = 60.0, steps: int = 30) -> CheckResult:
     """Check exercise 05: per-rank seeding, decreasing loss, and updates that reach the shared model.
+
+    Notebook 05, its closing programming exercise.
 
     >>> check_ex05("solutions.ex05_hogwild").passed
     True

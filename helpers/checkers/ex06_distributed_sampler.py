@@ -36,6 +36,8 @@ def _expected_orders(
 def check_ex06(module: str = "exercises.ex06_distributed_sampler", timeout: float = 60.0) -> CheckResult:
     """Check exercise 06: ranks split every epoch, and the order changes between epochs (``set_epoch``).
 
+    Notebook 06, its closing programming exercise.
+
     >>> check_ex06("solutions.ex06_distributed_sampler").passed
     True
     """

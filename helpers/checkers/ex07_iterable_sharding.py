@@ -21,6 +21,8 @@ __all__ = ["check_ex07"]
 def check_ex07(module: str = "exercises.ex07_iterable_sharding", timeout: float = 60.0) -> CheckResult:
     """Check exercise 07: every sample comes out of a multi-worker DataLoader exactly once.
 
+    Notebook 07, its closing programming exercise.
+
     >>> check_ex07("solutions.ex07_iterable_sharding").passed
     True
     """

@@ -38,6 +38,8 @@ def _kill_self(signum: int) -> None:
 def check_ex08(module: str = "exercises.ex08_exit_codes", timeout: float = 30.0) -> CheckResult:
     """Check exercise 08: ``explain_exitcode`` describes the exit codes of real processes correctly.
 
+    Notebook 08, its closing programming exercise.
+
     >>> check_ex08("solutions.ex08_exit_codes").passed
     True
     """
