@@ -141,7 +141,14 @@ def test_mismatched_all_reduce_is_named_by_detail_debugging(tmp_path):
         "@record\ndef main():\n    mismatched_all_reduce(timeout=5)\n"
         "if __name__ == '__main__':\n    main()\n"
     )
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--local-addr=127.0.0.1"]
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--local-addr=127.0.0.1",
+        "--log-dir=logs",
+    ]
     run = subprocess.Popen(
         [*command, "--nproc-per-node=2", "train.py"],
         cwd=tmp_path,
