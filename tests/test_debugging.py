@@ -147,7 +147,7 @@ def test_mismatched_all_reduce_is_named_by_detail_debugging(tmp_path):
         "torch.distributed.run",
         "--standalone",
         "--local-addr=127.0.0.1",
-        "--log-dir=logs",
+        f"--log-dir={tmp_path}/logs",
     ]
     run = subprocess.Popen(
         [*command, "--nproc-per-node=2", "train.py"],
