@@ -62,9 +62,8 @@ class SlowSquares(Dataset):
     """Item ``i`` is ``i * i``, after ``work`` iterations of pure-Python busy work (a CPU-bound transform)
     and an optional ``delay`` in seconds of sleep (waiting on I/O).
 
-    Pure Python holds the GIL, so threads could not speed this up; worker processes can.
-
-    Notebook 07, sections 1 and 6.
+    Pure Python holds the GIL, so threads could not speed this up; worker processes can (notebook 07,
+    sections 1 and 6).
 
     >>> SlowSquares(3, work=10)[2]
     tensor(4)
@@ -382,9 +381,7 @@ def first_batch_or_error(
     """Ask a DataLoader over ``dataset`` for one batch; return ``"ok: ..."`` or the error it raised.
 
     The iterator is deleted in every case, which shuts its workers down. ``echo`` also prints the
-    result (for a run in a child process, whose return value is lost).
-
-    Notebook 07, sections 6 and 7.
+    result (for a run in a child process, whose return value is lost). Notebook 07, sections 6 and 7.
 
     >>> first_batch_or_error(SlowSquares(2, work=10), method=FAST_METHOD)
     'ok: [0, 1]'
