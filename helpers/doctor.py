@@ -636,7 +636,7 @@ def _check_children(pid: int | None) -> Finding:
         children = live_children()
     else:
         children = [
-            c for c in psutil.Process(pid).children(recursive=True) if c.status() != psutil.STATUS_ZOMBIE
+            c for c in psutil.Process(pid).children(recursive=True) if _safe(c.status) != psutil.STATUS_ZOMBIE
         ]
     if not children:
         return _finding("leftover children", "ok", "none alive")
@@ -690,14 +690,13 @@ except BaseException as error:
     info["import_error"] = f"{{type(error).__name__}}: {{error}}"
 else:
     info["import_s"] = round(time.perf_counter() - started, 2)
-    obj = module
-    for part in {attribute!r}.split(".") if {attribute!r} else []:
-        obj = getattr(obj, part, None)
-    if {attribute!r} and obj is None:
+    obj = missing = object()
+    for number, part in enumerate({attribute!r}.split(".") if {attribute!r} else []):
+        obj = getattr(module if number == 0 else obj, part, missing)
+    if obj is missing and {attribute!r}:
         info["no_attribute"] = True
     elif {attribute!r}:
         info["qualname"] = getattr(obj, "__qualname__", repr(obj))
-        info["module"] = getattr(obj, "__module__", None)
         info["callable"] = callable(obj)
         try:
             pickle.loads(pickle.dumps(obj))
@@ -710,18 +709,36 @@ print("DOCTOR-PROBE " + json.dumps(info))
 
 
 def _probe(module: str, attribute: str, timeout: float) -> dict:
-    """Import ``module`` (and look up ``attribute``) in a fresh interpreter with this sys.path."""
+    """Import ``module`` (and look up ``attribute``) in a fresh interpreter with this sys.path.
+
+    The interpreter runs in a session of its own; whatever the import started (an unguarded
+    script's workers) is killed with it, when it is done or when ``timeout`` passes.
+    """
     code = _PROBE.format(path=[p for p in sys.path if p], module=module, attribute=attribute)
+    session = hasattr(os, "killpg")
+    probe = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=session,
+    )
     try:
-        done = subprocess.run(
-            [sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, check=False
-        )
+        out, err = probe.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        out, err = None, ""
+    finally:
+        if session:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(probe.pid, signal.SIGKILL)
+        probe.kill()
+        probe.communicate()
+    if out is None:
         return {"timed_out": timeout}
-    for line in done.stdout.splitlines():
+    for line in out.splitlines():
         if line.startswith("DOCTOR-PROBE "):
             return json.loads(line.removeprefix("DOCTOR-PROBE "))
-    return {"import_error": (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]}
+    return {"import_error": (err.strip().splitlines() or [f"exit code {probe.returncode}"])[-1]}
 
 
 _TARGET = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_<][\w<>]*(\.[A-Za-z_<][\w<>]*)*$")
@@ -751,7 +768,8 @@ def _check_target(target: str | Callable, timeout: float) -> Finding:
             "target importable", "fail", f"{target}: defined in __main__, which a child cannot import"
         )
     info = _probe(module, attribute, timeout)
-    if "missing" in info and module.startswith(info["missing"] or "\0"):
+    missing = info.get("missing") or "\0"
+    if module == missing or module.startswith(missing + "."):
         raise DoctorError(f"cannot import target {target!r}: no module named {info['missing']!r}")
     if info.get("no_attribute"):
         raise DoctorError(

@@ -198,6 +198,26 @@ def test_a_module_that_hangs_or_raises_on_import_fails_within_the_deadline(modul
     assert broken.status == "fail" and "RuntimeError: top level ran" in broken.measured
 
 
+@linux_only
+def test_what_an_unguarded_import_starts_dies_with_the_probe(module_dir):
+    pid_file = module_dir / "grandchild.pid"
+    (module_dir / "doctor_unguarded_target.py").write_text(
+        "import subprocess, sys, time\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'],\n"
+        "                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+        f"open({str(pid_file)!r}, 'w').write(str(child.pid))\n"
+        "time.sleep(60)\n"
+    )
+    assert one("target importable", target="doctor_unguarded_target:work", timeout=5).status == "fail"
+    try:
+        grandchild = psutil.Process(int(pid_file.read_text()))
+        status = grandchild.status()
+        grandchild.kill()  # only reached if it survived: do not leave it behind
+    except psutil.NoSuchProcess:
+        status = "gone"
+    assert status in ("gone", psutil.STATUS_ZOMBIE)
+
+
 @pytest.mark.parametrize(
     "target", ["no_such_module:fn", "helpers.debugging:no_such_function", "no colon", "a:b:c"]
 )
