@@ -1081,10 +1081,10 @@ def _report(process, timeout: float) -> ProcessReport:
 
     pid = process.pid
     try:
-        status = process.status()
-        name, cmdline, ppid = process.name(), " ".join(process.cmdline()), process.ppid()
+        status, ppid = process.status(), process.ppid()
     except psutil.NoSuchProcess:
         return ProcessReport(pid, 0, "?", "", "gone", {}, "the process exited meanwhile", "none")
+    name, cmdline = _safe(process.name), _safe(lambda: " ".join(process.cmdline()))  # "?" for a zombie
     maps = _mappings(pid)
     waits: dict[str, int] = {}
     with contextlib.suppress(OSError):
@@ -1144,7 +1144,8 @@ def format_inspection(reports: Sequence[ProcessReport]) -> str:
     """
     lines = []
     for r in reports:
-        lines.append(f"pid {r.pid} (parent {r.ppid}) {r.status}: {r.cmdline[:120] or r.name}")
+        command = " ".join(r.cmdline.split())[:120] or r.name  # one line, even for `python -c` scripts
+        lines.append(f"pid {r.pid} (parent {r.ppid}) {r.status}: {command}")
         lines += [f"  {n} thread(s): {what}" for what, n in r.waits.items()]
         lines.append(f"  stacks ({r.stack_source}):")
         lines += [f"    {line}" for line in r.stack.splitlines()]

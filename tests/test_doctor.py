@@ -552,6 +552,17 @@ def test_without_py_spy_inspect_uses_faulthandler_or_says_why_not(monkeypatch):
 
 
 @linux_only
+def test_inspect_says_a_zombie_has_exited_and_waits_for_its_parent():
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    deadline = time.monotonic() + 30
+    while psutil.Process(child.pid).status() != psutil.STATUS_ZOMBIE and time.monotonic() < deadline:
+        time.sleep(0.05)
+    (report,) = inspect(child.pid)
+    assert report.status == psutil.STATUS_ZOMBIE and "parent has not reaped it" in report.stack
+    child.wait()
+
+
+@linux_only
 def test_workers_started_by_launch_register_the_stack_dump():
     assert launch(workers.catches_sigusr1, nprocs=1, method="spawn") == [True]
 
