@@ -31,6 +31,7 @@ Example::
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import contextlib
 import dataclasses
 import faulthandler
@@ -1129,7 +1130,8 @@ def inspect(pid: int, timeout: float = 10.0) -> list[ProcessReport]:
         tree = [root, *root.children(recursive=True)]
     except psutil.NoSuchProcess:
         raise DoctorError(f"no process with pid {pid}") from None
-    return [_report(process, timeout) for process in tree]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:  # a DDP job has dozens of processes
+        return list(pool.map(lambda process: _report(process, timeout), tree))
 
 
 def format_inspection(reports: Sequence[ProcessReport]) -> str:
