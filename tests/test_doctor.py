@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import multiprocessing as mp
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -22,7 +23,7 @@ import pytest
 import torch
 
 from helpers import doctor
-from helpers.debugging import sleep_for
+from helpers.debugging import sleep_for, wait_for_status
 from helpers.doctor import CHECKS, DoctorError, Finding, check, format_findings, inspect
 from helpers.launch import launch
 from helpers.processes import kill_tree, run_python_script
@@ -206,15 +207,13 @@ def test_what_an_unguarded_import_starts_dies_with_the_probe(module_dir):
         "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'],\n"
         "                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
         f"open({str(pid_file)!r}, 'w').write(str(child.pid))\n"
-        "time.sleep(60)\n"
+        "raise RuntimeError('an unguarded script ran its top level')\n"
     )
-    assert one("target importable", target="doctor_unguarded_target:work", timeout=5).status == "fail"
-    try:
-        grandchild = psutil.Process(int(pid_file.read_text()))
-        status = grandchild.status()
-        grandchild.kill()  # only reached if it survived: do not leave it behind
-    except psutil.NoSuchProcess:
-        status = "gone"
+    assert one("target importable", target="doctor_unguarded_target:work").status == "fail"
+    grandchild = int(pid_file.read_text())
+    status = wait_for_status(grandchild, psutil.STATUS_ZOMBIE, timeout=10)  # SIGKILL lands when it runs
+    if status not in ("gone", psutil.STATUS_ZOMBIE):
+        os.kill(grandchild, signal.SIGKILL)  # it survived: fail, but leave nothing behind
     assert status in ("gone", psutil.STATUS_ZOMBIE)
 
 
