@@ -1038,13 +1038,12 @@ def _faulthandler_stack(pid: int, timeout: float) -> str | None:
         return None
     before = os.stat(dump).st_size
     os.kill(pid, signal.SIGUSR1)
-    deadline, size = time.monotonic() + timeout, before
+    deadline, sizes = time.monotonic() + timeout, [before]
     while time.monotonic() < deadline:
         time.sleep(0.1)
-        now = os.stat(dump).st_size
-        if now > before and now == size:  # grew, and stopped growing
+        sizes.append(os.stat(dump).st_size)
+        if sizes[-1] > before and sizes[-1] == sizes[-2] == sizes[-3]:  # grew, then still for 0.2 s
             break
-        size = now
     with open(dump, "rb") as stream:
         stream.seek(before)
         return stream.read().decode(errors="replace").strip() or None

@@ -58,6 +58,13 @@ def one(name: str, **kwargs) -> Finding:
     return finding
 
 
+def stop(child: subprocess.Popen) -> None:
+    child.kill()
+    child.wait()
+    if child.stdout:
+        child.stdout.close()
+
+
 def doctor_cli(*args: str, shell_prefix: str = "") -> subprocess.CompletedProcess:
     command = f"{shell_prefix}{sys.executable} -m helpers.doctor " + " ".join(f"'{a}'" for a in args)
     return subprocess.run(["sh", "-c", command], capture_output=True, text=True, timeout=120, check=False)
@@ -287,14 +294,14 @@ def test_cuda_is_not_initialised_in_this_process():
 
 @linux_only
 def test_cuda_seen_from_outside_a_process_that_never_loaded_libcuda():
-    child = subprocess.Popen([sys.executable, "-c", "import torch, time; time.sleep(30)"])
+    code = "import torch, time; print('ready', flush=True); time.sleep(30)"
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
-        time.sleep(1)
+        assert child.stdout.readline().strip() == "ready"  # torch (and its libraries) are loaded
         finding = one("CUDA initialised", pid=child.pid)
         assert finding.status == "ok" and "libcuda is not mapped" in finding.measured
     finally:
-        child.kill()
-        child.wait()
+        stop(child)
 
 
 def test_importing_torch_does_not_initialise_cuda_and_a_missing_module_is_bad_input():
@@ -403,8 +410,7 @@ def test_no_leftover_children_passes_and_a_live_child_warns():
         finding = one("leftover children")
         assert finding.status == "warn" and f"pid {child.pid}" in finding.measured
     finally:
-        child.kill()
-        child.wait()
+        stop(child)
 
 
 # The parent prints its spawn child's pid and dies without joining it: the child lives on.
@@ -529,8 +535,7 @@ def test_inspect_reports_a_hung_childs_state_wait_and_stack_within_a_bound():
         text = doctor.format_inspection([report])
         assert text.startswith(f"pid {child.pid} (parent {os.getpid()})") and "stacks (py-spy)" in text
     finally:
-        child.kill()
-        child.wait()
+        stop(child)
 
 
 @linux_only
@@ -546,8 +551,7 @@ def test_without_py_spy_inspect_uses_faulthandler_or_says_why_not(monkeypatch):
         assert plain.poll() is None  # never sent SIGUSR1: it would have died
     finally:
         for child in (registered, plain):
-            child.kill()
-            child.wait()
+            stop(child)
 
 
 @linux_only
@@ -575,7 +579,7 @@ def test_inspect_of_a_missing_pid_is_bad_input_and_the_cli_says_so_in_one_line()
 
 _PARENT = """
 import subprocess, sys
-child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+child = subprocess.Popen([sys.executable, "-c", "import time; print('ready', flush=True); time.sleep(60)"])
 print(child.pid, flush=True)
 child.wait()
 """
@@ -586,6 +590,7 @@ def test_the_cli_inspects_a_whole_tree_and_checks_a_pid_as_json():
     parent = subprocess.Popen([sys.executable, "-c", _PARENT], stdout=subprocess.PIPE, text=True)
     try:
         child_pid = int(parent.stdout.readline())
+        assert parent.stdout.readline().strip() == "ready"  # the child runs Python code now
         done = doctor_cli("--inspect", str(parent.pid), "--json")
         tree = {r["pid"]: r for r in json.loads(done.stdout)}
         assert done.returncode == 0 and sorted(tree) == sorted([parent.pid, child_pid])
@@ -595,4 +600,5 @@ def test_the_cli_inspects_a_whole_tree_and_checks_a_pid_as_json():
         assert finding["status"] == "warn" and f"pid {child_pid}" in finding["measured"]
     finally:
         kill_tree(parent.pid)
+        parent.wait()
         parent.stdout.close()
