@@ -1176,22 +1176,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     >>> main(["--target", "no_such_module:fn", "--only", "target importable"])  # the line goes to stderr
     2
     """
-    parser = _Parser(prog="python -m helpers.doctor", description=__doc__.split("\n\n")[0])
+    parser = _Parser(
+        prog="python -m helpers.doctor",
+        description=__doc__.split("\n\n")[0],
+        epilog=f"checks: {', '.join(CHECKS)}. Exit code 1 when a check fails, 2 for bad input.",
+    )
     parser.add_argument("--target", help="the worker, as module:function")
     parser.add_argument("--pid", type=int, help="run the per-process checks against this running process")
     parser.add_argument("--inspect", type=int, metavar="PID", help="report a stuck job's process tree")
     parser.add_argument("--nprocs", type=int, default=1, help="how many worker processes the job starts")
     parser.add_argument(
-        "--shm-need", type=_bytes, default=DEFAULT_SHM_NEED, help="shared memory the job needs"
+        "--shm-need",
+        type=_bytes,
+        default=DEFAULT_SHM_NEED,
+        help="shared memory the job needs, e.g. 2G (default 512M)",
     )
-    parser.add_argument("--shm-path", default="/dev/shm")
-    parser.add_argument("--master-addr")
-    parser.add_argument("--master-port", type=int)
+    parser.add_argument("--shm-path", default="/dev/shm", help="where shared memory lives (default /dev/shm)")
+    parser.add_argument("--master-addr", help="the rendezvous host (default: $MASTER_ADDR)")
+    parser.add_argument(
+        "--master-port", type=int, help="the rendezvous port (default: $MASTER_PORT, else 29500)"
+    )
     parser.add_argument(
         "--imports", default="", help="comma-separated modules: does importing them initialise CUDA?"
     )
     parser.add_argument("--only", action="append", help="run only this check (repeatable)")
-    parser.add_argument("--timeout", type=float, default=30.0)
+    parser.add_argument("--timeout", type=float, default=30.0, help="seconds for each probe (default 30)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument("--brief", action="store_true", help="the table only, no explanations")
     try:
