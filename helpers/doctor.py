@@ -353,15 +353,18 @@ def usable_cpus() -> int:
     return max(1, min(count, math.ceil(quota))) if quota else count
 
 
-def _check_cpu_threads(processes: int) -> Finding:
+def _check_cpu_threads(processes: int, outside: bool = False) -> Finding:
+    """torch's thread count here (from outside a process: what a new one gets) against usable CPUs."""
     import torch
 
     threads = torch.get_num_threads()
     usable = usable_cpus()
     omp = os.environ.get("OMP_NUM_THREADS")
     quota = _cgroup_quota()
+    default = " (a new process's default)" if outside else ""
     measured = (
-        f"{processes} process(es) x {threads} torch thread(s) = {processes * threads} on {usable} usable "
+        f"{processes} process(es) x {threads} torch thread(s){default}"
+        f" = {processes * threads} on {usable} usable "
         f"CPU(s) (cpu_count {os.cpu_count()}, quota {quota if quota else 'none'}); "
         f"OMP_NUM_THREADS={omp or 'unset'}"
     )
@@ -890,7 +893,7 @@ def check(
         "threads before fork": lambda: (
             _check_threads(pid) if per_process else _not_here("threads before fork")
         ),
-        "CPU threads": lambda: _check_cpu_threads(processes),
+        "CPU threads": lambda: _check_cpu_threads(processes, outside=pid is not None),
         "CUDA initialised": lambda: _check_cuda(pid) if per_process else _not_here("CUDA initialised"),
         "shared memory": lambda: _check_shared_memory(shm_path, shm_need),
         "open files": lambda: _check_open_files(pid),
