@@ -31,6 +31,7 @@ Example::
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import contextlib
 import dataclasses
 import faulthandler
@@ -351,15 +352,18 @@ def usable_cpus() -> int:
     return max(1, min(count, math.ceil(quota))) if quota else count
 
 
-def _check_cpu_threads(processes: int) -> Finding:
+def _check_cpu_threads(processes: int, outside: bool = False) -> Finding:
+    """torch's thread count here (from outside a process: what a new one gets) against usable CPUs."""
     import torch
 
     threads = torch.get_num_threads()
     usable = usable_cpus()
     omp = os.environ.get("OMP_NUM_THREADS")
     quota = _cgroup_quota()
+    default = " (a new process's default)" if outside else ""
     measured = (
-        f"{processes} process(es) x {threads} torch thread(s) = {processes * threads} on {usable} usable "
+        f"{processes} process(es) x {threads} torch thread(s){default}"
+        f" = {processes * threads} on {usable} usable "
         f"CPU(s) (cpu_count {os.cpu_count()}, quota {quota if quota else 'none'}); "
         f"OMP_NUM_THREADS={omp or 'unset'}"
     )
@@ -635,7 +639,7 @@ def _check_children(pid: int | None) -> Finding:
         children = live_children()
     else:
         children = [
-            c for c in psutil.Process(pid).children(recursive=True) if c.status() != psutil.STATUS_ZOMBIE
+            c for c in psutil.Process(pid).children(recursive=True) if _safe(c.status) != psutil.STATUS_ZOMBIE
         ]
     if not children:
         return _finding("leftover children", "ok", "none alive")
@@ -689,14 +693,13 @@ except BaseException as error:
     info["import_error"] = f"{{type(error).__name__}}: {{error}}"
 else:
     info["import_s"] = round(time.perf_counter() - started, 2)
-    obj = module
-    for part in {attribute!r}.split(".") if {attribute!r} else []:
-        obj = getattr(obj, part, None)
-    if {attribute!r} and obj is None:
+    obj = missing = object()
+    for number, part in enumerate({attribute!r}.split(".") if {attribute!r} else []):
+        obj = getattr(module if number == 0 else obj, part, missing)
+    if obj is missing and {attribute!r}:
         info["no_attribute"] = True
     elif {attribute!r}:
         info["qualname"] = getattr(obj, "__qualname__", repr(obj))
-        info["module"] = getattr(obj, "__module__", None)
         info["callable"] = callable(obj)
         try:
             pickle.loads(pickle.dumps(obj))
@@ -709,18 +712,36 @@ print("DOCTOR-PROBE " + json.dumps(info))
 
 
 def _probe(module: str, attribute: str, timeout: float) -> dict:
-    """Import ``module`` (and look up ``attribute``) in a fresh interpreter with this sys.path."""
+    """Import ``module`` (and look up ``attribute``) in a fresh interpreter with this sys.path.
+
+    The interpreter runs in a session of its own; whatever the import started (an unguarded
+    script's workers) is killed with it, when it is done or when ``timeout`` passes.
+    """
     code = _PROBE.format(path=[p for p in sys.path if p], module=module, attribute=attribute)
+    session = hasattr(os, "killpg")
+    probe = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=session,
+    )
     try:
-        done = subprocess.run(
-            [sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, check=False
-        )
+        out, err = probe.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        out, err = None, ""
+    finally:
+        if session:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(probe.pid, signal.SIGKILL)
+        probe.kill()
+        probe.communicate()
+    if out is None:
         return {"timed_out": timeout}
-    for line in done.stdout.splitlines():
+    for line in out.splitlines():
         if line.startswith("DOCTOR-PROBE "):
             return json.loads(line.removeprefix("DOCTOR-PROBE "))
-    return {"import_error": (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]}
+    return {"import_error": (err.strip().splitlines() or [f"exit code {probe.returncode}"])[-1]}
 
 
 _TARGET = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_<][\w<>]*(\.[A-Za-z_<][\w<>]*)*$")
@@ -750,7 +771,8 @@ def _check_target(target: str | Callable, timeout: float) -> Finding:
             "target importable", "fail", f"{target}: defined in __main__, which a child cannot import"
         )
     info = _probe(module, attribute, timeout)
-    if "missing" in info and module.startswith(info["missing"] or "\0"):
+    missing = info.get("missing") or "\0"
+    if module == missing or module.startswith(missing + "."):
         raise DoctorError(f"cannot import target {target!r}: no module named {info['missing']!r}")
     if info.get("no_attribute"):
         raise DoctorError(
@@ -870,7 +892,7 @@ def check(
         "threads before fork": lambda: (
             _check_threads(pid) if per_process else _not_here("threads before fork")
         ),
-        "CPU threads": lambda: _check_cpu_threads(processes),
+        "CPU threads": lambda: _check_cpu_threads(processes, outside=pid is not None),
         "CUDA initialised": lambda: _check_cuda(pid) if per_process else _not_here("CUDA initialised"),
         "shared memory": lambda: _check_shared_memory(shm_path, shm_need),
         "open files": lambda: _check_open_files(pid),
@@ -1018,13 +1040,12 @@ def _faulthandler_stack(pid: int, timeout: float) -> str | None:
         return None
     before = os.stat(dump).st_size
     os.kill(pid, signal.SIGUSR1)
-    deadline, size = time.monotonic() + timeout, before
+    deadline, sizes = time.monotonic() + timeout, [before]
     while time.monotonic() < deadline:
         time.sleep(0.1)
-        now = os.stat(dump).st_size
-        if now > before and now == size:  # grew, and stopped growing
+        sizes.append(os.stat(dump).st_size)
+        if sizes[-1] > before and sizes[-1] == sizes[-2] == sizes[-3]:  # grew, then still for 0.2 s
             break
-        size = now
     with open(dump, "rb") as stream:
         stream.seek(before)
         return stream.read().decode(errors="replace").strip() or None
@@ -1062,10 +1083,10 @@ def _report(process, timeout: float) -> ProcessReport:
 
     pid = process.pid
     try:
-        status = process.status()
-        name, cmdline, ppid = process.name(), " ".join(process.cmdline()), process.ppid()
+        status, ppid = process.status(), process.ppid()
     except psutil.NoSuchProcess:
         return ProcessReport(pid, 0, "?", "", "gone", {}, "the process exited meanwhile", "none")
+    name, cmdline = _safe(process.name), _safe(lambda: " ".join(process.cmdline()))  # "?" for a zombie
     maps = _mappings(pid)
     waits: dict[str, int] = {}
     with contextlib.suppress(OSError):
@@ -1110,7 +1131,8 @@ def inspect(pid: int, timeout: float = 10.0) -> list[ProcessReport]:
         tree = [root, *root.children(recursive=True)]
     except psutil.NoSuchProcess:
         raise DoctorError(f"no process with pid {pid}") from None
-    return [_report(process, timeout) for process in tree]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:  # a DDP job has dozens of processes
+        return list(pool.map(lambda process: _report(process, timeout), tree))
 
 
 def format_inspection(reports: Sequence[ProcessReport]) -> str:
@@ -1125,7 +1147,8 @@ def format_inspection(reports: Sequence[ProcessReport]) -> str:
     """
     lines = []
     for r in reports:
-        lines.append(f"pid {r.pid} (parent {r.ppid}) {r.status}: {r.cmdline[:120] or r.name}")
+        command = " ".join(r.cmdline.split())[:120] or r.name  # one line, even for `python -c` scripts
+        lines.append(f"pid {r.pid} (parent {r.ppid}) {r.status}: {command}")
         lines += [f"  {n} thread(s): {what}" for what, n in r.waits.items()]
         lines.append(f"  stacks ({r.stack_source}):")
         lines += [f"    {line}" for line in r.stack.splitlines()]
@@ -1155,22 +1178,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     >>> main(["--target", "no_such_module:fn", "--only", "target importable"])  # the line goes to stderr
     2
     """
-    parser = _Parser(prog="python -m helpers.doctor", description=__doc__.split("\n\n")[0])
+    parser = _Parser(
+        prog="python -m helpers.doctor",
+        description=__doc__.split("\n\n")[0],
+        epilog=f"checks: {', '.join(CHECKS)}. Exit code 1 when a check fails, 2 for bad input.",
+    )
     parser.add_argument("--target", help="the worker, as module:function")
     parser.add_argument("--pid", type=int, help="run the per-process checks against this running process")
     parser.add_argument("--inspect", type=int, metavar="PID", help="report a stuck job's process tree")
     parser.add_argument("--nprocs", type=int, default=1, help="how many worker processes the job starts")
     parser.add_argument(
-        "--shm-need", type=_bytes, default=DEFAULT_SHM_NEED, help="shared memory the job needs"
+        "--shm-need",
+        type=_bytes,
+        default=DEFAULT_SHM_NEED,
+        help="shared memory the job needs, e.g. 2G (default 512M)",
     )
-    parser.add_argument("--shm-path", default="/dev/shm")
-    parser.add_argument("--master-addr")
-    parser.add_argument("--master-port", type=int)
+    parser.add_argument("--shm-path", default="/dev/shm", help="where shared memory lives (default /dev/shm)")
+    parser.add_argument("--master-addr", help="the rendezvous host (default: $MASTER_ADDR)")
+    parser.add_argument(
+        "--master-port", type=int, help="the rendezvous port (default: $MASTER_PORT, else 29500)"
+    )
     parser.add_argument(
         "--imports", default="", help="comma-separated modules: does importing them initialise CUDA?"
     )
     parser.add_argument("--only", action="append", help="run only this check (repeatable)")
-    parser.add_argument("--timeout", type=float, default=30.0)
+    parser.add_argument("--timeout", type=float, default=30.0, help="seconds for each probe (default 30)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument("--brief", action="store_true", help="the table only, no explanations")
     try:

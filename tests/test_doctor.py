@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import multiprocessing as mp
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -22,7 +23,7 @@ import pytest
 import torch
 
 from helpers import doctor
-from helpers.debugging import sleep_for
+from helpers.debugging import sleep_for, wait_for_status
 from helpers.doctor import CHECKS, DoctorError, Finding, check, format_findings, inspect
 from helpers.launch import launch
 from helpers.processes import kill_tree, run_python_script
@@ -55,6 +56,13 @@ def one(name: str, **kwargs) -> Finding:
     (finding,) = check(only=[name], **kwargs)
     assert finding.name == name
     return finding
+
+
+def stop(child: subprocess.Popen) -> None:
+    child.kill()
+    child.wait()
+    if child.stdout:
+        child.stdout.close()
 
 
 def doctor_cli(*args: str, shell_prefix: str = "") -> subprocess.CompletedProcess:
@@ -198,6 +206,24 @@ def test_a_module_that_hangs_or_raises_on_import_fails_within_the_deadline(modul
     assert broken.status == "fail" and "RuntimeError: top level ran" in broken.measured
 
 
+@linux_only
+def test_what_an_unguarded_import_starts_dies_with_the_probe(module_dir):
+    pid_file = module_dir / "grandchild.pid"
+    (module_dir / "doctor_unguarded_target.py").write_text(
+        "import subprocess, sys, time\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'],\n"
+        "                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+        f"open({str(pid_file)!r}, 'w').write(str(child.pid))\n"
+        "raise RuntimeError('an unguarded script ran its top level')\n"
+    )
+    assert one("target importable", target="doctor_unguarded_target:work").status == "fail"
+    grandchild = int(pid_file.read_text())
+    status = wait_for_status(grandchild, psutil.STATUS_ZOMBIE, timeout=10)  # SIGKILL lands when it runs
+    if status not in ("gone", psutil.STATUS_ZOMBIE):
+        os.kill(grandchild, signal.SIGKILL)  # it survived: fail, but leave nothing behind
+    assert status in ("gone", psutil.STATUS_ZOMBIE)
+
+
 @pytest.mark.parametrize(
     "target", ["no_such_module:fn", "helpers.debugging:no_such_function", "no colon", "a:b:c"]
 )
@@ -268,14 +294,14 @@ def test_cuda_is_not_initialised_in_this_process():
 
 @linux_only
 def test_cuda_seen_from_outside_a_process_that_never_loaded_libcuda():
-    child = subprocess.Popen([sys.executable, "-c", "import torch, time; time.sleep(30)"])
+    code = "import torch, time; print('ready', flush=True); time.sleep(30)"
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
-        time.sleep(1)
+        assert child.stdout.readline().strip() == "ready"  # torch (and its libraries) are loaded
         finding = one("CUDA initialised", pid=child.pid)
         assert finding.status == "ok" and "libcuda is not mapped" in finding.measured
     finally:
-        child.kill()
-        child.wait()
+        stop(child)
 
 
 def test_importing_torch_does_not_initialise_cuda_and_a_missing_module_is_bad_input():
@@ -384,8 +410,7 @@ def test_no_leftover_children_passes_and_a_live_child_warns():
         finding = one("leftover children")
         assert finding.status == "warn" and f"pid {child.pid}" in finding.measured
     finally:
-        child.kill()
-        child.wait()
+        stop(child)
 
 
 # The parent prints its spawn child's pid and dies without joining it: the child lives on.
@@ -510,8 +535,7 @@ def test_inspect_reports_a_hung_childs_state_wait_and_stack_within_a_bound():
         text = doctor.format_inspection([report])
         assert text.startswith(f"pid {child.pid} (parent {os.getpid()})") and "stacks (py-spy)" in text
     finally:
-        child.kill()
-        child.wait()
+        stop(child)
 
 
 @linux_only
@@ -527,8 +551,18 @@ def test_without_py_spy_inspect_uses_faulthandler_or_says_why_not(monkeypatch):
         assert plain.poll() is None  # never sent SIGUSR1: it would have died
     finally:
         for child in (registered, plain):
-            child.kill()
-            child.wait()
+            stop(child)
+
+
+@linux_only
+def test_inspect_says_a_zombie_has_exited_and_waits_for_its_parent():
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    deadline = time.monotonic() + 30
+    while psutil.Process(child.pid).status() != psutil.STATUS_ZOMBIE and time.monotonic() < deadline:
+        time.sleep(0.05)
+    (report,) = inspect(child.pid)
+    assert report.status == psutil.STATUS_ZOMBIE and "parent has not reaped it" in report.stack
+    child.wait()
 
 
 @linux_only
@@ -545,7 +579,7 @@ def test_inspect_of_a_missing_pid_is_bad_input_and_the_cli_says_so_in_one_line()
 
 _PARENT = """
 import subprocess, sys
-child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+child = subprocess.Popen([sys.executable, "-c", "import time; print('ready', flush=True); time.sleep(60)"])
 print(child.pid, flush=True)
 child.wait()
 """
@@ -556,6 +590,7 @@ def test_the_cli_inspects_a_whole_tree_and_checks_a_pid_as_json():
     parent = subprocess.Popen([sys.executable, "-c", _PARENT], stdout=subprocess.PIPE, text=True)
     try:
         child_pid = int(parent.stdout.readline())
+        assert parent.stdout.readline().strip() == "ready"  # the child runs Python code now
         done = doctor_cli("--inspect", str(parent.pid), "--json")
         tree = {r["pid"]: r for r in json.loads(done.stdout)}
         assert done.returncode == 0 and sorted(tree) == sorted([parent.pid, child_pid])
@@ -565,4 +600,5 @@ def test_the_cli_inspects_a_whole_tree_and_checks_a_pid_as_json():
         assert finding["status"] == "warn" and f"pid {child_pid}" in finding["measured"]
     finally:
         kill_tree(parent.pid)
+        parent.wait()
         parent.stdout.close()
