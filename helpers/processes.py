@@ -20,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from multiprocessing.process import BaseProcess
 from pathlib import Path
@@ -297,25 +297,61 @@ def kill_tree(pid: int, grace: float = 10.0) -> list[int]:
 
 
 def run_python_script(
-    source: str, timeout: float = 60.0, args: Sequence[str] = ()
+    source: str,
+    timeout: float = 60.0,
+    args: Sequence[str] = (),
+    env: Mapping[str, str | None] | None = None,
 ) -> subprocess.CompletedProcess:
     """Run ``source`` as a script file in a fresh interpreter, in a temporary directory; bounded.
 
     For lessons that need a real ``__main__`` (the ``if __name__ == "__main__":`` guard) or a
-    pristine interpreter (``set_start_method`` can only be called once per process).
-    Raises ``subprocess.TimeoutExpired`` past ``timeout`` (the child is killed first).
+    pristine interpreter (``set_start_method`` can only be called once per process; a process that
+    must never initialise CUDA itself, ``helpers.cuda``). ``env`` changes the child's environment:
+    a ``None`` value removes that variable. The script runs in a process group of its own, and
+    whatever of that group is left when it ends (a child it started) is killed with it. Raises
+    ``subprocess.TimeoutExpired`` past ``timeout`` (the group is killed first).
 
     >>> run_python_script("print(6 * 7)").stdout
     '42\\n'
+    >>> run_python_script("import os; print(os.environ.get('X'))", env={"X": "set"}).stdout
+    'set\\n'
     """
+    environ = dict(os.environ)
+    for key, value in (env or {}).items():
+        if value is None:
+            environ.pop(key, None)
+        else:
+            environ[key] = value
+    posix = os.name == "posix"
     with tempfile.TemporaryDirectory(prefix="tmp-notebook-script-") as workdir:
         script = Path(workdir) / "script.py"
         script.write_text(source)
-        return subprocess.run(
+        proc = subprocess.Popen(
             [sys.executable, str(script), *args],
             cwd=workdir,
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
-            timeout=timeout,
-            check=False,
+            env=environ,
+            start_new_session=posix,  # its own group, so what it started can be killed with it
         )
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            proc.communicate()
+            raise
+        finally:
+            _kill_group(proc)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL the process group that ``proc`` leads (POSIX), or just ``proc`` elsewhere."""
+    if os.name != "posix":
+        proc.kill()
+        return
+    import signal
+
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
