@@ -40,6 +40,7 @@ __all__ = [
     "shared_memory_segments",
     "dev_shm_entries",
     "run_python_script",
+    "linux_only",
 ]
 
 DEV_SHM = Path("/dev/shm")
@@ -355,3 +356,21 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
+
+
+def linux_only(what: str) -> bool:
+    """True on Linux; elsewhere print that ``what`` needs Linux and is skipped, and return False.
+
+    The guard of every notebook cell that needs ``/proc``, ``/dev/shm``, the ``file_descriptor``
+    sharing strategy or GNU OpenMP (notebooks 02-04): ``if linux_only("/proc/self/maps"): ...``.
+
+    >>> import contextlib, io
+    >>> with contextlib.redirect_stdout(io.StringIO()) as printed:
+    ...     here = linux_only("/proc/self/maps")
+    >>> here == (sys.platform == "linux"), printed.getvalue().startswith("" if here else "needs Linux")
+    (True, True)
+    """
+    if sys.platform == "linux":
+        return True
+    print(f"needs Linux ({what}): skipped on {sys.platform}")
+    return False

@@ -51,8 +51,6 @@ LONGER_SHOWN = {"helpers.ddp.train": 40}
 # notebook listed here that already passes fails the test, so the list cannot go stale).
 NOT_YET_SHOWN: set[str] = {
     "00_overview.ipynb",
-    "02_shared_tensors.ipynb",
-    "03_queues_and_pipes.ipynb",
     "05_hogwild.ipynb",
     "06_ddp_mp_spawn.ipynb",
     "07_dataloader_workers.ipynb",
