@@ -57,6 +57,7 @@ __all__ = [
     "poison_table",
     "cuda_fixes",
     "cuda_ipc_queue",
+    "ipc_consumer",
     "broken_keep_alive",
     "per_process_devices",
     "GPU_DEMOS",
@@ -370,8 +371,13 @@ def cuda_fixes(timeout: float = 120.0) -> list[dict]:
     return rows
 
 
-def _ipc_consumer(inbox, outbox, timeout: float) -> None:
-    """Spawn child of :func:`cuda_ipc_queue`: receive a CUDA tensor, write into it, release it."""
+def ipc_consumer(inbox: mp.queues.Queue, outbox: mp.queues.Queue, timeout: float = 60.0) -> None:
+    """Spawn child of :func:`cuda_ipc_queue`: receive a CUDA tensor, write into it, release it.
+
+    Shown in notebook 04 section 4 with the docs' rules. Needs a CUDA device and a producer.
+
+    >>> ipc_consumer(inbox, outbox)  # doctest: +SKIP
+    """
     tensor = inbox.get(timeout=timeout)
     info = {"consumer_pid": os.getpid(), "device": str(tensor.device), "received": tensor.tolist()}
     tensor.add_(1)  # in place, on the producer's memory
@@ -388,7 +394,7 @@ def _body_ipc(timeout: float) -> dict:
     ctx = tmp.get_context("spawn")
     tensor = torch.zeros(4, device="cuda")
     inbox, outbox = ctx.Queue(), ctx.Queue()
-    consumer = ctx.Process(target=_ipc_consumer, args=(inbox, outbox, timeout))
+    consumer = ctx.Process(target=ipc_consumer, args=(inbox, outbox, timeout))
     with running([consumer], timeout=timeout + 30):
         inbox.put(tensor)  # the producer (this process) keeps `tensor` alive until the consumer is done
         info = outbox.get(timeout=timeout)
@@ -492,6 +498,7 @@ GPU_DEMOS = (
     "poison_table",
     "cuda_fixes",
     "cuda_ipc_queue",
+    "ipc_consumer",
     "broken_keep_alive",
     "per_process_devices",
 )
