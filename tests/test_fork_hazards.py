@@ -33,7 +33,9 @@ def test_fork_child_hangs_in_the_parallel_op_and_says_where(used_thread_pool):
     report = fh.fork_hang_report("fork", threads=None, timeout=3)
     assert report.hung and not report.finished and report.exitcode is not None
     assert "in parallel_op" in report.stack and "_op_with_watchdog" in report.stack
-    assert report.tasks and all("futex" in task for task in report.tasks), report.tasks
+    # Asleep, not computing. The kernel function (wchan) is a futex wait on most kernels, but some
+    # report "0" there, so only the state is asserted.
+    assert report.tasks and all("state S" in task for task in report.tasks), report.tasks
 
 
 @pytest.mark.parametrize("method", METHODS)
