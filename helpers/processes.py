@@ -325,26 +325,29 @@ def run_python_script(
             environ[key] = value
     posix = os.name == "posix"
     with tempfile.TemporaryDirectory(prefix="tmp-notebook-script-") as workdir:
-        script = Path(workdir) / "script.py"
+        script, out, err = (Path(workdir) / name for name in ("script.py", "stdout", "stderr"))
         script.write_text(source)
-        proc = subprocess.Popen(
-            [sys.executable, str(script), *args],
-            cwd=workdir,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=environ,
-            start_new_session=posix,  # its own group, so what it started can be killed with it
-        )
-        try:
-            stdout, stderr = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
-            proc.communicate()
-            raise
-        finally:
-            _kill_group(proc)
-    return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+        # Files, not pipes: a child the script leaves behind cannot hold our reads open.
+        with out.open("w") as stdout, err.open("w") as stderr:
+            proc = subprocess.Popen(
+                [sys.executable, str(script), *args],
+                cwd=workdir,
+                stdout=stdout,
+                stderr=stderr,
+                text=True,
+                env=environ,
+                start_new_session=posix,  # its own group, so what it started can be killed with it
+            )
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                _kill_group(proc)
+                proc.wait()
+                output = out.read_text(), err.read_text()
+                raise subprocess.TimeoutExpired(proc.args, timeout, *output) from None
+            finally:
+                _kill_group(proc)
+        return subprocess.CompletedProcess(proc.args, proc.returncode, out.read_text(), err.read_text())
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
