@@ -1,18 +1,25 @@
-"""Fork versus an initialised runtime: CUDA on a GPU, and its CPU twin (OpenMP, locks) everywhere.
+"""Fork versus CUDA: the GPU demos of notebook 04, and what a CPU machine can read of them.
 
-Notebook 04 and instructors' scripts run these demos. The CPU twin runs on any Linux machine; the
-GPU demos need CUDA and each runs in a *fresh interpreter* (so the caller never initialises CUDA
-and stays fork-safe), bounded by a timeout. From a shell, on a GPU machine::
+Once a parent has initialised CUDA, a *fork* child that touches CUDA raises "Cannot re-initialize
+CUDA in forked subprocess". PyTorch does that: when CUDA initialises, a ``pthread_atfork`` handler
+is registered that marks every later fork child as a "bad fork", and ``torch.cuda._lazy_init``
+raises there. The canonical code is :func:`fork_after_cuda` with its child :func:`cuda_op`.
+Without a GPU, :func:`bad_fork_check` and :func:`bad_fork_flag` read that check and its error text
+from the installed torch, live.
 
-    PYTHONPATH=. python -m helpers.cuda --output notebooks/transcripts/04_fork_and_cuda.txt
+Each GPU demo runs in a *fresh interpreter* (so the caller never initialises CUDA and stays
+fork-safe), bounded by a timeout. On a GPU machine, from the repository root::
 
-writes the recorded transcript that notebook 04 shows where CUDA is absent. Nothing here imports
-Jupyter, and the package need not be installed (``PYTHONPATH`` pointing at the repository is enough).
+    PYTHONPATH=. python -m helpers.cuda                # run every demo, print the outcomes
+    PYTHONPATH=. python -m helpers.cuda poison_table   # one demo
+
+``helpers.cuda_transcript`` records them into the transcript that notebook 04 shows where CUDA is
+absent. The CPU twin (OpenMP, locks) is in ``helpers.fork_hazards``.
 
 Example::
 
-    >>> from helpers.cuda import fork_while_lock_held
-    >>> fork_while_lock_held(held=False).child_acquired
+    >>> from helpers.cuda import CUDA_REINIT_ERROR, bad_fork_check
+    >>> CUDA_REINIT_ERROR in bad_fork_check()
     True
 """
 
@@ -21,46 +28,28 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
-import faulthandler
-import io
+import inspect
 import json
 import multiprocessing as mp
 import os
 import platform
-import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import threading
-import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
 import torch
 
 from helpers.processes import reap, run_python_script, run_with_deadline
-from helpers.start_methods import parallel_op
-
-if TYPE_CHECKING:  # matplotlib is imported inside plot_fixes: importing this module stays light
-    from matplotlib.figure import Figure
 
 __all__ = [
-    # the CPU twin
-    "HangReport",
-    "fork_hang_report",
-    "FIX_VARIANTS",
-    "openmp_fixes",
-    "plot_fixes",
-    "hang_demo",
-    "LockReport",
-    "fork_while_lock_held",
-    "FORK_WARNING_SCRIPT",
-    "FORK_WARNING_TEXT",
-    "fork_warning",
-    # the GPU demos (each in a fresh interpreter)
+    "CUDA_REINIT_ERROR",
+    "bad_fork_check",
+    "bad_fork_flag",
+    "cuda_op",
+    "fork_after_cuda",
     "cuda_present",
     "gpu_info",
     "fork_after_cuda_init",
@@ -68,355 +57,92 @@ __all__ = [
     "poison_table",
     "cuda_fixes",
     "cuda_ipc_queue",
+    "ipc_consumer",
     "broken_keep_alive",
     "per_process_devices",
+    "GPU_DEMOS",
     "run_gpu_demos",
     "check_gpu_results",
-    # the recorded transcript
-    "TRANSCRIPT",
-    "TRANSCRIPT_COMMAND",
-    "PENDING_MESSAGE",
-    "format_transcript",
-    "read_transcript",
-    "read_transcript_text",
-    "recorded_banner",
-    "write_transcript",
     "main",
 ]
 
 ROOT = Path(__file__).resolve().parent.parent
-TRANSCRIPT = ROOT / "notebooks" / "transcripts" / "04_fork_and_cuda.txt"
-TRANSCRIPT_COMMAND = "PYTHONPATH=. python -m helpers.cuda --output notebooks/transcripts/04_fork_and_cuda.txt"
-PENDING_MESSAGE = (
-    "RECORDED GPU TRANSCRIPT: PENDING. This machine has no CUDA device, and no transcript recorded on\n"
-    "a real GPU has been committed yet. It will be recorded on a GPU machine, from the repository\n"
-    f"root, with:\n    {TRANSCRIPT_COMMAND}\nNothing below is GPU output: the CPU sections run live."
-)
 CUDA_REINIT_ERROR = "Cannot re-initialize CUDA in forked subprocess"
 
-# --------------------------------------------------------------------------------------------------
-# The CPU twin: GNU OpenMP after fork
-# --------------------------------------------------------------------------------------------------
-
-
-@dataclass
-class HangReport:
-    """One child that ran :func:`helpers.start_methods.parallel_op`, and what became of it."""
-
-    label: str
-    method: str
-    threads: int | None  # torch.set_num_threads in the child before the op; None: inherited
-    finished: bool  # the op returned and the child exited 0 before the deadline
-    seconds: float  # start() to finished, or to the deadline
-    deadline: float
-    exitcode: int | None = 0  # negative: killed by that signal (the deadline's SIGTERM)
-    stack: str = ""  # faulthandler's dump from inside the child, when it was still running
-    tasks: list[str] = field(default_factory=list)  # the child's threads: "tid state wchan" (Linux)
-    timed_out: bool = False  # still running at the deadline (then killed)
-
-    @property
-    def hung(self) -> bool:
-        """True when the child was still running at the deadline (and was killed)."""
-        return self.timed_out
-
-    def summary(self) -> str:
-        """One line for printing.
-
-        >>> HangReport("spawn", "spawn", None, True, 1.234, 60.0).summary()
-        'spawn                            finished in  1.23 s'
-        """
-        if self.finished:
-            return f"{self.label:<32} finished in {self.seconds:5.2f} s"
-        if not self.timed_out:
-            return f"{self.label:<32} FAILED: exit code {self.exitcode} after {self.seconds:.2f} s"
-        return f"{self.label:<32} HUNG: still running at the {self.deadline:.0f} s deadline, killed"
-
-
-def _op_with_watchdog(stack_path: str, dump_after: float, threads: int | None) -> None:
-    """Child side of :func:`fork_hang_report`: arm faulthandler, then run the parallel op.
-
-    If the op is still running after ``dump_after`` seconds, faulthandler (a C-level timer thread,
-    which works while the main thread is stuck in native code) writes the Python stack to the file.
-    """
-    with open(stack_path, "w") as sink:
-        faulthandler.dump_traceback_later(dump_after, file=sink)
-        try:
-            parallel_op(threads=threads)
-        finally:
-            faulthandler.cancel_dump_traceback_later()
-
-
-def _task_states(pid: int) -> list[str]:
-    """``tid state wchan`` for each thread of ``pid``, from /proc (``[]`` where unavailable)."""
-    lines = []
-    for task in sorted(Path(f"/proc/{pid}/task").glob("*")):
-        with contextlib.suppress(OSError, IndexError):
-            state = (task / "stat").read_text().rsplit(")", 1)[1].split()[0]
-            wchan = (task / "wchan").read_text().strip() if (task / "wchan").exists() else "?"
-            lines.append(f"thread {task.name}: state {state}, waiting in kernel function {wchan or '?'}")
-    return lines
-
-
-def fork_hang_report(
-    method: str = "fork", threads: int | None = None, timeout: float = 3.0, label: str | None = None
-) -> HangReport:
-    """Run the parallel op in one ``method`` child with a deadline; if it hangs, say where.
-
-    The child arms ``faulthandler.dump_traceback_later`` at half the deadline, so a stuck child
-    leaves its Python stack in a temp file; the parent also reads the child's thread states from
-    ``/proc`` just before killing it. Call :func:`~helpers.start_methods.parallel_op` in the caller
-    first to reproduce the hang (the caller's OpenMP pool must have been used before the fork).
-
-    >>> r = fork_hang_report("spawn", threads=1, timeout=60)
-    >>> r.finished, r.stack
-    (True, '')
-    """
-    if method not in mp.get_all_start_methods():
-        raise ValueError(f"start method {method!r} is not available here: {mp.get_all_start_methods()}")
-    if timeout <= 0:
-        raise ValueError(f"timeout must be positive, got {timeout}")
-    ctx = mp.get_context(method)
-    label = label or f"{method}, threads={'inherited' if threads is None else threads}"
-    with tempfile.TemporaryDirectory(prefix="tmp-fork-hang-") as workdir:
-        stack_path = Path(workdir) / "stack.txt"
-        proc = ctx.Process(target=_op_with_watchdog, args=(str(stack_path), timeout / 2, threads))
-        start = time.monotonic()
-        try:
-            proc.start()
-            proc.join(timeout)
-            seconds = time.monotonic() - start
-            alive = proc.is_alive()
-            tasks = _task_states(proc.pid) if alive else []
-        finally:
-            (exitcode,) = reap([proc], timeout=0)
-        stack = stack_path.read_text() if stack_path.exists() else ""
-    finished = not alive and exitcode == 0
-    return HangReport(
-        label, method, threads, finished, seconds, timeout, exitcode, stack.strip(), tasks, alive
-    )
-
-
-# (label, method, threads in the child): the hang and its three fixes, side by side.
-FIX_VARIANTS = (
-    ("fork, inherited threads (hangs)", "fork", None),
-    ("fork, 1 thread in the child", "fork", 1),
-    ("spawn", "spawn", None),
-    ("forkserver", "forkserver", None),
-)
-
-
-def openmp_fixes(hang_timeout: float = 3.0, timeout: float = 60.0) -> list[HangReport]:
-    """The hang and the fixes of :data:`FIX_VARIANTS`, each timed (methods missing here are skipped).
-
-    The fork child with inherited threads gets ``hang_timeout``; the others get ``timeout``.
-    Run :func:`~helpers.start_methods.parallel_op` in the caller first to make the hang happen.
-
-    >>> [r.label for r in openmp_fixes(timeout=60)][-1] in ("forkserver", "spawn")
-    True
-    """
-    reports = []
-    for label, method, threads in FIX_VARIANTS:
-        if method in mp.get_all_start_methods():
-            deadline = hang_timeout if (method, threads) == ("fork", None) else timeout
-            reports.append(fork_hang_report(method, threads, timeout=deadline, label=label))
-    return reports
-
-
-def plot_fixes(reports: list[HangReport]) -> Figure:
-    """Bar chart: seconds per variant; a hung child's bar reaches its deadline and is hatched.
-
-    >>> fig = plot_fixes([HangReport("spawn", "spawn", None, True, 1.2, 60.0)])
-    """
-    from helpers.plotting import METHOD_COLORS, new_figure
-
-    fig, ax = new_figure("A parallel op in a child, after the parent ran one", "", "seconds")
-    fig.set_size_inches(8, 3.8)
-    labels = [r.label.replace(" (hangs)", "").replace(", ", "\n") for r in reports]
-    colors = [METHOD_COLORS.get(r.method, "#666666") for r in reports]
-    bars = ax.bar(labels, [r.seconds for r in reports], color=colors)
-    texts = [
-        f"hung: killed at\nthe {r.deadline:.0f} s deadline" if r.hung else f"{r.seconds:.2f} s"
-        for r in reports
-    ]
-    ax.bar_label(bars, labels=texts, padding=2)
-    ax.margins(y=0.2)
-    for bar, report in zip(bars, reports, strict=True):
-        if report.hung:
-            bar.set_hatch("//")
-            bar.set_alpha(0.6)
-    return fig
-
-
-def hang_demo(threads: int | None = None, method: str = "fork", timeout: float = 3.0) -> HangReport:
-    """Widget callback for notebook 04: one child, ``threads`` set in it (None: inherited); print it.
-
-    fork children get ``timeout``; spawn and forkserver children get 60 s more, for their start-up.
-
-    >>> hang_demo(threads=1, method="spawn").finished
-    spawn, threads=1                 finished in ...
-    True
-    """
-    extra = 0.0 if method == "fork" else 60.0
-    report = fork_hang_report(method, threads, timeout=timeout + extra)
-    print(report.summary())
-    if report.hung:
-        frames = [line.strip() for line in report.stack.splitlines() if line.strip().startswith("File")]
-        print("  stuck in:", frames[0] if frames else "(no stack dumped)")
-        print("  " + "\n  ".join(report.tasks))
-    return report
-
 
 # --------------------------------------------------------------------------------------------------
-# The general principle: a lock held by another thread at fork time
+# What a CPU machine can read: the check and its error, from the installed torch's own source
 # --------------------------------------------------------------------------------------------------
 
 
-@dataclass
-class LockReport:
-    """A fork child that tried to take a ``threading.Lock``; see :func:`fork_while_lock_held`."""
+def bad_fork_check() -> str:
+    """The lines of the installed ``torch.cuda._lazy_init`` that refuse CUDA in a bad fork.
 
-    held_at_fork: bool
-    child_acquired: bool
-    timed_out: bool
-    seconds: float
-    output: str
-    parent_acquired_after: bool  # the parent's own lock works again once the holder releases it
+    Read live with ``inspect``, so notebook 04 shows what *this* torch raises, GPU or not.
+
+    >>> print(bad_fork_check())  # doctest: +ELLIPSIS
+    # torch/cuda/__init__.py, in _lazy_init (torch ..., line ...)
+    ...if _is_in_bad_fork():
+    ...raise RuntimeError(
+    ..."Cannot re-initialize CUDA in forked subprocess. To use CUDA with "...
+    """
+    lines, first = inspect.getsourcelines(torch.cuda._lazy_init)
+    start = next(i for i, line in enumerate(lines) if "_is_in_bad_fork()" in line)
+    end = next(i for i in range(start, len(lines)) if "start method" in lines[i])
+    end += next(i for i, line in enumerate(lines[end:]) if line.strip().startswith(")"))
+    body = "".join(lines[start : end + 1])
+    where = f"torch {torch.__version__}, line {first + start}"
+    return f"# torch/cuda/__init__.py, in _lazy_init ({where})\n{body.rstrip()}"
 
 
-def _take_lock(lock) -> None:
-    """Fork-child side of :func:`fork_while_lock_held` (the lock arrives unpickled: fork only)."""
-    print("child: acquiring the lock ...", flush=True)
-    lock.acquire()
-    print("child: acquired it", flush=True)
-    lock.release()
+def bad_fork_flag() -> dict:
+    """Where ``_is_in_bad_fork`` comes from in the installed torch, and whether it is real here.
 
+    On a CUDA build it is ``torch._C._cuda_isInBadFork``, a flag set in C++ by the
+    ``pthread_atfork`` child handler that CUDA's initialisation registers; on a CPU-only build the
+    name is missing and the Python fallback is a stub that always says False.
 
-def fork_while_lock_held(held: bool = True, timeout: float = 2.0) -> LockReport:
-    """Fork while another thread holds a plain ``threading.Lock``; the child tries to take it.
-
-    ``fork()`` copies the lock *in its locked state* but not the thread that would release it, so
-    the child waits forever (here: until ``timeout``). With ``held=False`` the child takes it at once.
-
-    >>> fork_while_lock_held(held=True, timeout=1).timed_out
+    >>> flag = bad_fork_flag()
+    >>> flag["source"]
+    '_is_in_bad_fork = getattr(torch._C, "_cuda_isInBadFork", lambda: False)'
+    >>> flag["real"] == hasattr(torch._C, "_cuda_isInBadFork")
     True
     """
-    if "fork" not in mp.get_all_start_methods():
-        raise ValueError("this demo needs the fork start method (Linux or macOS)")
-    lock, holding, release = threading.Lock(), threading.Event(), threading.Event()
-
-    def hold() -> None:
-        with lock:
-            holding.set()
-            release.wait(timeout + 30)
-
-    holder = threading.Thread(target=hold, name="lock-holder", daemon=True)
-    if held:
-        holder.start()
-        holding.wait(10)
-    try:
-        result = run_with_deadline(_take_lock, args=(lock,), method="fork", timeout=timeout)
-    finally:
-        release.set()
-        if held:
-            holder.join(10)
-    parent_acquired = lock.acquire(timeout=5)
-    if parent_acquired:
-        lock.release()
-    return LockReport(
-        held_at_fork=held,
-        child_acquired="child: acquired it" in result.output,
-        timed_out=result.timed_out,
-        seconds=result.seconds,
-        output=result.output.strip(),
-        parent_acquired_after=parent_acquired,
-    )
-
-
-# Python 3.12+ warns when a process that has other threads forks (CPython gh-100228).
-FORK_WARNING_TEXT = (
-    "DeprecationWarning: This process (pid=...) is multi-threaded, use of fork() may lead to "
-    "deadlocks in the child."
-)
-FORK_WARNING_SCRIPT = """\
-import os, sys, threading, warnings
-
-stop = threading.Event()
-threading.Thread(target=stop.wait, daemon=True).start()   # a second thread, as libraries start
-with warnings.catch_warnings(record=True) as caught:
-    warnings.simplefilter("always")
-    pid = os.fork()
-    if pid == 0:
-        os._exit(0)                                         # the child does nothing
-os.waitpid(pid, 0)
-stop.set()
-print("python", sys.version.split()[0], "| threads when forking:", threading.active_count())
-for warning in caught:
-    print(f"{warning.category.__name__}: {warning.message}")
-"""
-
-
-def fork_warning(timeout: float = 60.0) -> list[str]:
-    """Fork in a fresh, two-threaded interpreter; return the lines it printed (warnings included).
-
-    >>> lines = fork_warning()
-    >>> lines[0].startswith("python")
-    True
-    """
-    done = run_python_script(FORK_WARNING_SCRIPT, timeout=timeout)
-    if done.returncode != 0:
-        raise RuntimeError(f"the fork-warning script failed:\n{done.stderr[-2000:]}")
-    return done.stdout.splitlines()
+    source = inspect.getsource(sys.modules["torch.cuda"])
+    line = next(line.strip() for line in source.splitlines() if line.startswith("_is_in_bad_fork ="))
+    return {"source": line, "real": hasattr(torch._C, "_cuda_isInBadFork"), "cuda_build": torch.version.cuda}
 
 
 # --------------------------------------------------------------------------------------------------
 # The GPU demos. Each *body* runs in a fresh interpreter started by _run_fresh; the public wrappers
-# return plain dicts (JSON), so a script or a notebook can print, check or record them.
+# return plain dicts (JSON): a script, a notebook or helpers.cuda_transcript prints, checks or records them.
 # --------------------------------------------------------------------------------------------------
 
 _MARK = "@@helpers.cuda@@ "
 
 
-def _fresh_env(extra: dict[str, str | None] | None) -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
-    for key, value in (extra or {}).items():
-        if value is None:
-            env.pop(key, None)
-        else:
-            env[key] = value
-    return env
-
-
 def _run_fresh(body: str, limit: float, env: dict[str, str | None] | None = None, **kwargs) -> dict:
-    """Run ``helpers.cuda.<body>(**kwargs)`` in a fresh interpreter (own process group); bounded."""
+    """Run ``helpers.cuda.<body>(**kwargs)`` in a fresh interpreter (``run_python_script``); bounded.
+
+    The result comes back as one JSON line on stdout; ``stderr`` holds the end of the child's.
+    The repository goes on ``PYTHONPATH``, so this works without installing the package.
+    """
     code = (
         "import json, sys\n"
         f"from helpers.cuda import {body} as body\n"
         f"print({_MARK!r} + json.dumps(body(**json.loads(sys.argv[1]))), flush=True)\n"
     )
-    proc = subprocess.Popen(
-        [sys.executable, "-c", code, json.dumps(kwargs)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=_fresh_env(env),
-        start_new_session=True,  # so a timeout can kill its children (spawned consumers) too
-    )
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
     try:
-        stdout, stderr = proc.communicate(timeout=limit)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        stdout, stderr = proc.communicate()
+        done = run_python_script(code, limit, [json.dumps(kwargs)], env={"PYTHONPATH": path, **(env or {})})
+    except subprocess.TimeoutExpired as expired:
+        stderr = expired.stderr or ""
+        stderr = stderr.decode(errors="replace") if isinstance(stderr, bytes) else stderr
         return {"error": f"timed out after {limit:.0f} s (killed)", "stderr": stderr[-1500:]}
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)  # nothing of it may outlive the demo
-    for line in reversed(stdout.splitlines()):
+    for line in reversed(done.stdout.splitlines()):
         if line.startswith(_MARK):
-            result = json.loads(line[len(_MARK) :])
-            result["stderr"] = stderr[-1500:]
-            return result
-    return {"error": f"exit code {proc.returncode}", "stderr": stderr[-1500:]}
+            return {**json.loads(line[len(_MARK) :]), "stderr": done.stderr[-1500:]}
+    return {"error": f"exit code {done.returncode}", "stderr": done.stderr[-1500:]}
 
 
 def cuda_present(timeout: float = 60.0) -> bool:
@@ -434,12 +160,6 @@ def _error_line(error: BaseException) -> str:
     """``Type: first line of the message`` (the message may be empty, e.g. ``queue.Empty``)."""
     lines = str(error).strip().splitlines()
     return f"{type(error).__name__}: {lines[0][:300]}" if lines else type(error).__name__
-
-
-def _failure(result: dict) -> str:
-    """What went wrong in a fresh interpreter: its error and the last line of its stderr."""
-    last = [line for line in result.get("stderr", "").splitlines() if line.strip()][-1:]
-    return f"{result.get('error')} ({last[0].strip()[:200]})" if last else str(result.get("error"))
 
 
 def _driver_version() -> str:
@@ -512,10 +232,49 @@ def _cuda_op_in_child(method: str, timeout: float) -> dict:
     return outcome
 
 
-def _body_fork_after_init(timeout: float) -> dict:
+def cuda_op(rank: int, results: mp.queues.Queue) -> None:
+    """Child: one CUDA op; put ``"ok ..."`` or the error it raised on ``results``. Notebook 04 section 4.
+
+    >>> import queue
+    >>> q = queue.Queue()
+    >>> cuda_op(0, q)
+    >>> q.get().startswith("ok" if torch.cuda.is_available() else "AssertionError: Torch not compiled")
+    True
+    """
+    torch.set_num_threads(1)  # a fork child never runs a parallel CPU op on the inherited pool
+    try:
+        results.put(f"ok (sum {float(torch.ones(2, device='cuda').sum()):.0f})")
+    except Exception as error:  # noqa: BLE001 (whatever it raises is the lesson)
+        results.put(f"{type(error).__name__}: {error}")
+
+
+def fork_after_cuda(method: str = "fork", timeout: float = 60.0) -> str:
+    """Parent: initialise CUDA, then start a ``method`` child that runs :func:`cuda_op`; its outcome.
+
+    The canonical failure of notebook 04 section 4: with ``"fork"`` the child's op raises
+    "Cannot re-initialize CUDA in forked subprocess"; with spawn or forkserver it works. Needs a
+    CUDA device; :func:`fork_after_cuda_init` runs it in a fresh interpreter.
+
+    >>> fork_after_cuda("spawn")  # doctest: +SKIP
+    'ok (sum 2)'
+    """
     torch.zeros(1, device="cuda")  # the parent initialises CUDA
-    parent_initialized = torch.cuda.is_initialized()
-    return {"parent_initialized": parent_initialized, **_cuda_op_in_child("fork", timeout)}
+    ctx = mp.get_context(method)
+    results = ctx.Queue()
+    child = ctx.Process(target=cuda_op, args=(0, results))
+    child.start()
+    outcome = results.get(timeout=timeout)  # get before join
+    child.join(timeout)
+    return outcome
+
+
+def _body_fork_after_init(timeout: float) -> dict:
+    outcome = fork_after_cuda("fork", timeout)
+    return {
+        "parent_initialized": torch.cuda.is_initialized(),
+        "child_method": "fork",
+        "child_outcome": outcome,
+    }
 
 
 def fork_after_cuda_init(timeout: float = 60.0) -> dict:
@@ -612,8 +371,13 @@ def cuda_fixes(timeout: float = 120.0) -> list[dict]:
     return rows
 
 
-def _ipc_consumer(inbox, outbox, timeout: float) -> None:
-    """Spawn child of :func:`cuda_ipc_queue`: receive a CUDA tensor, write into it, release it."""
+def ipc_consumer(inbox: mp.queues.Queue, outbox: mp.queues.Queue, timeout: float = 60.0) -> None:
+    """Spawn child of :func:`cuda_ipc_queue`: receive a CUDA tensor, write into it, release it.
+
+    Shown in notebook 04 section 4 with the docs' rules. Needs a CUDA device and a producer.
+
+    >>> ipc_consumer(inbox, outbox)  # doctest: +SKIP
+    """
     tensor = inbox.get(timeout=timeout)
     info = {"consumer_pid": os.getpid(), "device": str(tensor.device), "received": tensor.tolist()}
     tensor.add_(1)  # in place, on the producer's memory
@@ -630,7 +394,7 @@ def _body_ipc(timeout: float) -> dict:
     ctx = tmp.get_context("spawn")
     tensor = torch.zeros(4, device="cuda")
     inbox, outbox = ctx.Queue(), ctx.Queue()
-    consumer = ctx.Process(target=_ipc_consumer, args=(inbox, outbox, timeout))
+    consumer = ctx.Process(target=ipc_consumer, args=(inbox, outbox, timeout))
     with running([consumer], timeout=timeout + 30):
         inbox.put(tensor)  # the producer (this process) keeps `tensor` alive until the consumer is done
         info = outbox.get(timeout=timeout)
@@ -728,24 +492,33 @@ def per_process_devices(timeout: float = 120.0) -> dict:
     return _run_fresh("_body_devices", timeout * 2 + 120, timeout=timeout)
 
 
-def run_gpu_demos(timeout: float = 120.0, progress: TextIO | None = None) -> dict:
-    """Every GPU demo, in order: a dict of their results (needs CUDA; see :func:`cuda_present`).
+# Every GPU demo, in the order notebook 04 presents them (the names of the functions above).
+GPU_DEMOS = (
+    "fork_after_cuda_init",
+    "poison_table",
+    "cuda_fixes",
+    "cuda_ipc_queue",
+    "ipc_consumer",
+    "broken_keep_alive",
+    "per_process_devices",
+)
+
+
+def run_gpu_demos(
+    timeout: float = 120.0, progress: TextIO | None = None, names: tuple[str, ...] = ()
+) -> dict:
+    """The GPU demos ``names`` (default: all of :data:`GPU_DEMOS`), in order: a dict of their results.
+
+    Needs CUDA (see :func:`cuda_present`).
 
     Not run as a doctest: it needs a CUDA device and takes minutes.
 
     >>> list(run_gpu_demos())[:2]  # doctest: +SKIP
     ['fork_after_cuda_init', 'poison_table']
     """
-    demos = {
-        "fork_after_cuda_init": fork_after_cuda_init,
-        "poison_table": poison_table,
-        "cuda_fixes": cuda_fixes,
-        "cuda_ipc_queue": cuda_ipc_queue,
-        "broken_keep_alive": broken_keep_alive,
-        "per_process_devices": per_process_devices,
-    }
     results = {}
-    for name, demo in demos.items():
+    for name in names or GPU_DEMOS:
+        demo = globals()[name]
         if progress is not None:
             print(f"running {name} ...", file=progress, flush=True)
         results[name] = demo(timeout=timeout)
@@ -781,191 +554,38 @@ def check_gpu_results(results: dict) -> None:
     assert ipc["consumer"]["device"].startswith("cuda"), ipc
 
 
-# --------------------------------------------------------------------------------------------------
-# The recorded transcript
-# --------------------------------------------------------------------------------------------------
-
-_HEADER_KEYS = ("device", "driver", "torch", "cuda_runtime", "python", "date")
-
-
-def _yes_no(value) -> str:
-    return {True: "yes", False: "no", None: "n/a"}.get(value, str(value))
-
-
-def format_transcript(info: dict, results: dict) -> str:
-    """The transcript text: a header (device, driver, versions, date), then each demo's outcome.
-
-    >>> text = format_transcript({"device": "GPU X", "date": "2026-01-01"}, {})
-    >>> read_transcript_text(text)[0]["device"]
-    'GPU X'
-    """
-    lines = ["# helpers.cuda: GPU demos of notebook 04, recorded on a real GPU", ""]
-    lines += [f"{key}: {info.get(key, 'unknown')}" for key in _HEADER_KEYS]
-    if len(info.get("devices", [])) > 1:
-        lines.append(f"all devices: {', '.join(info['devices'])}")
-    lines += ["", f"command: {TRANSCRIPT_COMMAND}", ""]
-    if "fork_after_cuda_init" in results:
-        r = results["fork_after_cuda_init"]
-        lines += [
-            "## (a) The parent creates a CUDA tensor, then forks; the child tries a CUDA op",
-            f"parent torch.cuda.is_initialized(): {_yes_no(r.get('parent_initialized'))}",
-            f"child _cuda_isInBadFork(): {_yes_no(r.get('child_bad_fork'))}",
-            f"child outcome: {r.get('child_outcome') or _failure(r)}",
-            "",
-        ]
-    if "poison_table" in results:
-        lines += [
-            "## (b) Which parent calls poison fork (each case in a fresh interpreter)",
-            f"{'parent calls':<16} {'NVML check':<11} {'returned':<10} {'parent init':<12} "
-            f"{'child bad fork':<15} child's CUDA op",
-        ]
-        for r in results["poison_table"]:
-            lines.append(
-                f"{r['call']:<16} {_yes_no(r['nvml_check']):<11} {str(r.get('returned', '-')):<10} "
-                f"{_yes_no(r.get('parent_initialized')):<12} {_yes_no(r.get('child_bad_fork')):<15} "
-                f"{r.get('child_outcome') or _failure(r)}"
-            )
-        lines.append("(NVML check: PYTORCH_NVML_BASED_CUDA_CHECK=1 in the parent's environment)")
-        lines.append("")
-    if "cuda_fixes" in results:
-        lines.append("## (c) The fixes")
-        for r in results["cuda_fixes"]:
-            outcome = r.get("child_outcome") or _failure(r)
-            lines.append(f"{r['fix']:<42} child: {outcome} ({r.get('child_seconds', '?')} s)")
-        lines.append("")
-    if "cuda_ipc_queue" in results:
-        r = results["cuda_ipc_queue"]
-        lines.append("## (d) A CUDA tensor through a torch Queue to a spawn child (CUDA IPC)")
-        if "error" in r:
-            lines += [f"failed: {_failure(r)}", ""]
-        else:
-            consumer = r["consumer"]
-            shared = r["producer_sees"] == [x + 1 for x in r["sent"]]
-            verdict = "the consumer's write: same memory, no copy" if shared else "NOT the consumer's write"
-            lines += [
-                f"producer (pid {r['producer_pid']}) sent {r['sent']} on cuda",
-                f"consumer (pid {consumer['consumer_pid']}) received {consumer['received']} on "
-                f"{consumer['device']}, added 1 in place, released it",
-                f"producer now sees {r['producer_sees']}: {verdict}",
-                "",
-            ]
-    if "broken_keep_alive" in results:
-        r = results["broken_keep_alive"]
-        torch_lines = [line for line in r.get("stderr", "").splitlines() if line.strip()][-4:]
-        lines += [
-            "## (d) The keep-alive rule broken: the producer exits before the consumer gets the tensor",
-            f"producer exit code: {r.get('producer_exitcode')}",
-            f"consumer: {r.get('consumer_outcome') or _failure(r)}",
-            *(f"stderr: {line[:200]}" for line in torch_lines),
-            "",
-        ]
-    if "per_process_devices" in results:
-        r = results["per_process_devices"]
-        count = r["ndevices"] if "ndevices" in r else _failure(r)
-        lines.append(f"## (d) One device per process ({count} GPU(s) here)")
-        lines += [f"set_device: {row}" for row in r.get("set_device", [])]
-        lines += [f"CUDA_VISIBLE_DEVICES: {row}" for row in r.get("visible_devices", [])]
-        lines.append("")
-    return "\n".join(lines).rstrip() + "\n"
-
-
-def read_transcript_text(text: str) -> tuple[dict, str]:
-    """Split a transcript into its header (``key: value`` lines before the first ``##``) and text.
-
-    >>> read_transcript_text("device: GPU X\\ndate: today\\n## (a) a demo\\nchild outcome: ok\\n")[0]
-    {'device': 'GPU X', 'date': 'today'}
-    """
-    header = {}
-    for line in text.splitlines():
-        if line.startswith("## "):
-            break
-        match = re.match(r"([a-z_ ]+): (.*)$", line)
-        if match:
-            header[match.group(1)] = match.group(2)
-    return header, text
-
-
-def read_transcript(path: Path | str | None = None) -> tuple[dict, str] | None:
-    """The committed transcript (``path``, default :data:`TRANSCRIPT`) as ``(header, text)``, or None
-    when it has not been recorded yet.
-
-    >>> read_transcript("/nonexistent/transcript.txt") is None
-    True
-    """
-    path = Path(path) if path is not None else TRANSCRIPT
-    if not path.is_file():
-        return None
-    return read_transcript_text(path.read_text())
-
-
-def recorded_banner(header: dict) -> str:
-    """The label shown above a recorded transcript: where and when it was recorded.
-
-    >>> print(recorded_banner({"device": "GPU X", "driver": "1", "torch": "2", "date": "d"}))
-    RECORDED on GPU X (driver 1, torch 2, d), NOT run now: this machine has no CUDA device.
-    """
-    return (
-        f"RECORDED on {header.get('device', '?')} (driver {header.get('driver', '?')}, torch "
-        f"{header.get('torch', '?')}, {header.get('date', '?')}), "
-        "NOT run now: this machine has no CUDA device."
-    )
-
-
-def write_transcript(out: TextIO, timeout: float = 120.0, progress: TextIO | None = None) -> dict | None:
-    """Run every GPU demo and write the transcript to ``out``; return the results.
-
-    Without CUDA, write nothing and return None. Not run as a doctest: on a GPU it runs every demo
-    (minutes).
-
-    >>> import io
-    >>> out = io.StringIO()
-    >>> results = write_transcript(out)  # doctest: +SKIP
-    >>> out.getvalue().startswith("# helpers.cuda: GPU demos")  # doctest: +SKIP
-    True
-    """
-    if not cuda_present():
-        return None
-    info = gpu_info()
-    if "error" in info:
-        raise RuntimeError(f"could not read the GPU's details: {info}")
-    results = run_gpu_demos(timeout=timeout, progress=progress)
-    out.write(format_transcript(info, results))
-    out.flush()
-    return results
-
-
 def main(argv: list[str] | None = None) -> int:
-    """``python -m helpers.cuda``: run the GPU demos and print (or save) the transcript.
+    """``python -m helpers.cuda [DEMO ...]``: run GPU demos, each in a fresh interpreter; print them.
 
     Not run as a doctest: a CLI entry point that needs a CUDA device and takes minutes.
 
-    >>> main(["--output", "notebooks/transcripts/04_fork_and_cuda.txt", "--check"])  # doctest: +SKIP
+    >>> main(["poison_table", "--check"])  # doctest: +SKIP
     0
     """
+    from helpers.cuda_transcript import format_transcript
+
     parser = argparse.ArgumentParser(
         prog="python -m helpers.cuda",
         description="Run notebook 04's GPU demos (fork after CUDA init, which calls poison fork, the "
         "fixes, CUDA tensors through a queue, one device per process), each in a fresh interpreter "
-        "with a timeout, and write the transcript that the notebook shows where CUDA is absent.",
+        "with a timeout, and print what happened. helpers.cuda_transcript records them to a file.",
     )
-    parser.add_argument("--output", default="-", help="file to write the transcript to (default: stdout)")
+    parser.add_argument(
+        "demos", nargs="*", metavar="DEMO", help=f"any of {', '.join(GPU_DEMOS)} (default: all)"
+    )
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per child (default 120)")
     parser.add_argument("--check", action="store_true", help="also assert the robust claims (exit 1 if not)")
     args = parser.parse_args(argv)
+    unknown = sorted(set(args.demos) - set(GPU_DEMOS))
+    if unknown:
+        parser.error(f"unknown demo(s) {unknown}; choose from {GPU_DEMOS}")
     if not cuda_present():
         build = f"CUDA {torch.version.cuda}" if torch.version.cuda else "a CPU-only build"
-        print(f"No CUDA device found (torch {torch.__version__}, {build}): nothing to record.")
+        print(f"No CUDA device found (torch {torch.__version__}, {build}): nothing to run.")
         return 0
-    if args.output == "-":
-        results = write_transcript(sys.stdout, timeout=args.timeout, progress=sys.stderr)
-    else:
-        buffer = io.StringIO()  # the file is written only once every demo has run
-        results = write_transcript(buffer, timeout=args.timeout, progress=sys.stderr)
-        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.output).write_text(buffer.getvalue())
-        print(buffer.getvalue(), end="")
-        print(f"transcript written to {args.output}", file=sys.stderr)
-    if args.check and results is not None:
+    results = run_gpu_demos(timeout=args.timeout, progress=sys.stderr, names=tuple(args.demos))
+    print(format_transcript(gpu_info(), results), end="")
+    if args.check:
         try:
             check_gpu_results(results)
         except AssertionError as error:

@@ -20,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from multiprocessing.process import BaseProcess
 from pathlib import Path
@@ -40,6 +40,7 @@ __all__ = [
     "shared_memory_segments",
     "dev_shm_entries",
     "run_python_script",
+    "linux_only",
 ]
 
 DEV_SHM = Path("/dev/shm")
@@ -297,25 +298,82 @@ def kill_tree(pid: int, grace: float = 10.0) -> list[int]:
 
 
 def run_python_script(
-    source: str, timeout: float = 60.0, args: Sequence[str] = ()
+    source: str,
+    timeout: float = 60.0,
+    args: Sequence[str] = (),
+    env: Mapping[str, str | None] | None = None,
 ) -> subprocess.CompletedProcess:
     """Run ``source`` as a script file in a fresh interpreter, in a temporary directory; bounded.
 
     For lessons that need a real ``__main__`` (the ``if __name__ == "__main__":`` guard) or a
-    pristine interpreter (``set_start_method`` can only be called once per process).
-    Raises ``subprocess.TimeoutExpired`` past ``timeout`` (the child is killed first).
+    pristine interpreter (``set_start_method`` can only be called once per process; a process that
+    must never initialise CUDA itself, ``helpers.cuda``). ``env`` changes the child's environment:
+    a ``None`` value removes that variable. The script runs in a process group of its own, and
+    whatever of that group is left when it ends (a child it started) is killed with it. Raises
+    ``subprocess.TimeoutExpired`` past ``timeout`` (the group is killed first).
 
     >>> run_python_script("print(6 * 7)").stdout
     '42\\n'
+    >>> run_python_script("import os; print(os.environ.get('X'))", env={"X": "set"}).stdout
+    'set\\n'
     """
+    environ = dict(os.environ)
+    for key, value in (env or {}).items():
+        if value is None:
+            environ.pop(key, None)
+        else:
+            environ[key] = value
+    posix = os.name == "posix"
     with tempfile.TemporaryDirectory(prefix="tmp-notebook-script-") as workdir:
-        script = Path(workdir) / "script.py"
+        script, out, err = (Path(workdir) / name for name in ("script.py", "stdout", "stderr"))
         script.write_text(source)
-        return subprocess.run(
-            [sys.executable, str(script), *args],
-            cwd=workdir,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
+        # Files, not pipes: a child the script leaves behind cannot hold our reads open.
+        with out.open("w") as stdout, err.open("w") as stderr:
+            proc = subprocess.Popen(
+                [sys.executable, str(script), *args],
+                cwd=workdir,
+                stdout=stdout,
+                stderr=stderr,
+                text=True,
+                env=environ,
+                start_new_session=posix,  # its own group, so what it started can be killed with it
+            )
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                _kill_group(proc)
+                proc.wait()
+                output = out.read_text(), err.read_text()
+                raise subprocess.TimeoutExpired(proc.args, timeout, *output) from None
+            finally:
+                _kill_group(proc)
+        return subprocess.CompletedProcess(proc.args, proc.returncode, out.read_text(), err.read_text())
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL the process group that ``proc`` leads (POSIX), or just ``proc`` elsewhere."""
+    if os.name != "posix":
+        proc.kill()
+        return
+    import signal
+
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def linux_only(what: str) -> bool:
+    """True on Linux; elsewhere print that ``what`` needs Linux and is skipped, and return False.
+
+    The guard of every notebook cell that needs ``/proc``, ``/dev/shm``, the ``file_descriptor``
+    sharing strategy or GNU OpenMP (notebooks 02-04): ``if linux_only("/proc/self/maps"): ...``.
+
+    >>> import contextlib, io
+    >>> with contextlib.redirect_stdout(io.StringIO()) as printed:
+    ...     here = linux_only("/proc/self/maps")
+    >>> here == (sys.platform == "linux"), printed.getvalue().startswith("" if here else "needs Linux")
+    (True, True)
+    """
+    if sys.platform == "linux":
+        return True
+    print(f"needs Linux ({what}): skipped on {sys.platform}")
+    return False

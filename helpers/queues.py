@@ -9,9 +9,15 @@ Queues and pipes pickle what they carry: never read one that someone you do not 
 
 Example::
 
-    >>> from helpers.queues import FAST_METHOD, run_pipeline
-    >>> run_pipeline(n_items=4, n_consumers=2, method=FAST_METHOD)["checksum_ok"]
-    True
+    >>> import torch.multiprocessing as mp
+    >>> from helpers.queues import FAST_METHOD, consume
+    >>> ctx = mp.get_context(FAST_METHOD)
+    >>> inbox, outbox = ctx.Queue(), ctx.Queue()
+    >>> consumer = ctx.Process(target=consume, args=(0, inbox, outbox))
+    >>> consumer.start()
+    >>> inbox.put(torch.ones(3)); inbox.put(None)
+    >>> outbox.get(timeout=60), outbox.get(timeout=60), consumer.join(timeout=30), consumer.exitcode
+    ((0, 3.0), ('done', 0), None, 0)
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from helpers.processes import reap, running
+from helpers.processes import running
 
 if TYPE_CHECKING:
     import queue
@@ -44,13 +50,12 @@ __all__ = [
     "feeder_threads",
     "pipe_doubler",
     "consume",
-    "run_pipeline",
     "put_array",
     "put_tensor",
-    "handoff_order",
     "pool_producer",
     "run_buffer_pool",
     "HANDOFF_METHODS",
+    "handoff_consumer",
     "handoff_times",
     "speedups",
     "plot_handoff",
@@ -133,46 +138,6 @@ def consume(
         del item  # release the shared storage promptly
 
 
-def run_pipeline(
-    n_items: int = 20,
-    n_consumers: int = 2,
-    numel: int = 1000,
-    method: str = FAST_METHOD,
-    timeout: float = 60.0,
-) -> dict:
-    """This process produces ``n_items`` tensors for ``n_consumers`` consumer processes.
-
-    Shutdown: one ``None`` sentinel per consumer after the items; the parent collects a result per
-    item and a ``done`` per consumer (bounded gets), then the consumers exit and are joined.
-    Returns how many items each consumer took and whether the sums add up.
-
-    >>> sum(run_pipeline(6, 3, method=FAST_METHOD)["per_consumer"])
-    6
-    """
-    if n_items < 0 or n_consumers < 1:
-        raise ValueError(f"need n_items >= 0 and n_consumers >= 1, got {n_items}, {n_consumers}")
-    ctx = mp.get_context(method)
-    inbox, outbox = ctx.Queue(), ctx.Queue()
-    consumers = [ctx.Process(target=consume, args=(r, inbox, outbox)) for r in range(n_consumers)]
-    per_consumer = [0] * n_consumers
-    total, done = 0.0, 0
-    with running(consumers, timeout=timeout):
-        for i in range(n_items):
-            inbox.put(torch.full((numel,), float(i)))
-        for _ in consumers:
-            inbox.put(None)
-        while done < n_consumers:
-            rank, value = outbox.get(timeout=timeout)
-            if rank == "done":
-                done += 1
-            else:
-                per_consumer[rank] += 1
-                total += value
-    expected = numel * sum(range(n_items))
-    exitcodes = [p.exitcode for p in consumers]
-    return {"per_consumer": per_consumer, "checksum_ok": total == expected, "exitcodes": exitcodes}
-
-
 def put_array(q: MPQueue | MPSimpleQueue | queue.Queue, nbytes: int) -> None:
     """Producer: put one float32 NumPy array of ``nbytes`` bytes (pickled whole), then exit.
 
@@ -207,69 +172,6 @@ def put_tensor(
     q.put(torch.ones(nbytes // 4))
     if consumed is not None:
         consumed.wait(timeout)
-
-
-def handoff_order(
-    order: str = "get first",
-    payload: str = "numpy",
-    mb: int = 64,
-    method: str = FAST_METHOD,
-    join_timeout: float = 3.0,
-    get_timeout: float = 10.0,
-    keep_producer: bool = False,
-) -> dict:
-    """One producer process puts one ``payload`` of ``mb`` MB; the parent joins and gets in ``order``.
-
-    ``order``: ``"join first"`` (the classic mistake) or ``"get first"``. ``payload``: ``"numpy"``
-    (pickled bytes: a large one cannot leave the producer until someone reads the pipe, so a join
-    first deadlocks, here bounded by ``join_timeout``) or ``"tensor"`` (a handle: the join returns,
-    but the producer is gone before the parent fetches the shared memory, so the get fails).
-    With ``keep_producer`` a tensor producer waits for an Event the parent sets after its get: the
-    fix for tensors. Returns whether the join timed out, whether the parent received the data, and
-    the error.
-
-    >>> handoff_order("get first", "numpy", mb=1, method=FAST_METHOD)["received"]
-    True
-    """
-    if order not in ("join first", "get first") or payload not in ("numpy", "tensor"):
-        raise ValueError(
-            f"order is 'join first' or 'get first', payload 'numpy' or 'tensor'; got {order!r}, {payload!r}"
-        )
-    ctx = mp.get_context(method)
-    q = ctx.Queue()
-    consumed = ctx.Event()
-    if payload == "numpy":
-        producer = ctx.Process(target=put_array, args=(q, mb * MB))
-    else:
-        producer = ctx.Process(target=put_tensor, args=(q, mb * MB, consumed if keep_producer else None))
-    result = {
-        "order": order,
-        "payload": payload,
-        "mb": mb,
-        "join_timed_out": False,
-        "received": False,
-        "error": None,
-    }
-    start = time.perf_counter()
-    try:
-        producer.start()
-        if order == "join first":
-            producer.join(join_timeout)
-            result["join_timed_out"] = producer.is_alive()
-        try:
-            item = q.get(timeout=get_timeout)
-            result["received"] = len(item) * 4 == mb * MB
-        except Exception as exc:  # ConnectionRefusedError, queue.Empty, ...
-            result["error"] = f"{type(exc).__name__}: {exc}"
-        consumed.set()
-        producer.join(join_timeout)
-    finally:
-        reap([producer], timeout=0)
-        q.close()
-        q.join_thread()
-    result["seconds"] = time.perf_counter() - start
-    result["exitcode"] = producer.exitcode
-    return result
 
 
 def pool_producer(
@@ -341,16 +243,33 @@ def run_buffer_pool(
 
 # --- the handoff benchmark ---------------------------------------------------------------------
 
-HANDOFF_METHODS = ("pickled numpy", "fresh tensor", "pre-shared tensor", "reused buffer")
+HANDOFF_METHODS = (
+    "pickled numpy",
+    "pickled numpy, Pipe",
+    "fresh tensor",
+    "pre-shared tensor",
+    "reused buffer",
+)
 
 
-def _handoff_consumer(inbox, acks, buffers: dict) -> None:
-    """Consumer for :func:`handoff_times`: acknowledge each item with its last value."""
+def handoff_consumer(
+    inbox: MPQueue | Connection, acks: MPQueue | queue.Queue, buffers: dict[float, torch.Tensor]
+) -> None:
+    """Consumer of the handoff benchmark: acknowledge each item with its last element; stop at None.
+
+    ``inbox`` is a Queue or a Pipe's end. It reads *one* element of what it received: the benchmark
+    measures the handoff, not access to the data. Notebook 03 section 6.
+
+    >>> import queue
+    >>> inbox, acks = queue.Queue(), queue.Queue()
+    >>> inbox.put(torch.ones(3)); inbox.put(("buffer", 1)); inbox.put(None)
+    >>> handoff_consumer(inbox, acks, {1: torch.zeros(2)})
+    >>> acks.get(), acks.get()
+    (1.0, 0.0)
+    """
     torch.set_num_threads(1)
-    while True:
-        item = inbox.get(timeout=60)
-        if item is None:
-            return
+    pipe = hasattr(inbox, "recv")
+    while (item := (inbox.recv() if inbox.poll(60) else None) if pipe else inbox.get(timeout=60)) is not None:
         if isinstance(item, tuple):  # ("buffer", size_mb): the data is already in our shared buffer
             item = buffers[item[1]]
         acks.put(float(item[-1]))
@@ -368,9 +287,8 @@ def _payload(how: str, size_mb: float, value: float, cache: dict):
     if how == "fresh tensor":
         return torch.full((numel,), value)
     if size_mb not in cache:
-        cache[size_mb] = (
-            np.ones(numel, np.float32) if how == "pickled numpy" else torch.ones(numel).share_memory_()
-        )
+        pickled = how.startswith("pickled numpy")
+        cache[size_mb] = np.ones(numel, np.float32) if pickled else torch.ones(numel).share_memory_()
     cache[size_mb][-1] = value  # for "reused buffer": the producer writes into the pool buffer in place
     return ("buffer", size_mb) if how == "reused buffer" else cache[size_mb]
 
@@ -386,7 +304,8 @@ def handoff_times(
 
     Timed: from ``put`` until the consumer's acknowledgement arrives (the consumer has the object
     and has read its last element). Building the payload is not timed. Methods
-    (:data:`HANDOFF_METHODS`): ``pickled numpy`` (bytes through a Queue), ``fresh tensor`` (storage
+    (:data:`HANDOFF_METHODS`): ``pickled numpy`` (bytes through a Queue), ``pickled numpy, Pipe``
+    (the same bytes through a Pipe: no feeder thread), ``fresh tensor`` (storage
     moved to shared memory on put), ``pre-shared tensor`` (created with ``share_memory_()``: only a
     handle crosses), ``reused buffer`` (written in place into a buffer the consumer mapped at start:
     only an index crosses). One consumer per method, started with ``method``; rows are dicts with
@@ -408,29 +327,35 @@ def handoff_times(
         pool = how == "reused buffer"
         buffers = {s: torch.zeros(int(s * MB) // 4).share_memory_() for s in sizes_mb} if pool else {}
         cache = buffers if pool else {}
-        inbox, acks = ctx.Queue(), ctx.Queue()
-        consumer = ctx.Process(target=_handoff_consumer, args=(inbox, acks, buffers))
+        acks = ctx.Queue()
+        if how.endswith("Pipe"):
+            sender, inbox = ctx.Pipe()
+            send = sender.send
+        else:
+            inbox = ctx.Queue()
+            send = inbox.put
+        consumer = ctx.Process(target=handoff_consumer, args=(inbox, acks, buffers))
         with running([consumer], timeout=600):
-            _handoff_once(inbox, acks, _payload(how, min(sizes_mb), -1.0, cache), -1.0)  # warm-up
+            _handoff_once(send, acks, _payload(how, min(sizes_mb), -1.0, cache), -1.0)  # warm-up
             for size in sizes_mb:
                 times = []
                 for k in range(repeat):
                     if sum(times) > budget_s:
                         break
                     payload = _payload(how, size, float(k), cache)
-                    times.append(_handoff_once(inbox, acks, payload, float(k)))
+                    times.append(_handoff_once(send, acks, payload, float(k)))
                     del payload
                 rows.append(
                     {"method": how, "size_mb": size, "seconds": statistics.median(times), "times": times}
                 )
-            inbox.put(None)
+            send(None)
         del buffers, cache
     return rows
 
 
-def _handoff_once(inbox, acks, payload, expected: float) -> float:
+def _handoff_once(send, acks, payload, expected: float) -> float:
     start = time.perf_counter()
-    inbox.put(payload)
+    send(payload)
     got = acks.get(timeout=120)
     seconds = time.perf_counter() - start
     if got != expected:
@@ -455,7 +380,7 @@ def speedups(rows: list[dict], baseline: str = "pickled numpy") -> dict:
     return table
 
 
-_COLORS = dict(zip(HANDOFF_METHODS, ("#d95f02", "#7570b3", "#1b9e77", "#e7298a"), strict=True))
+_COLORS = dict(zip(HANDOFF_METHODS, ("#d95f02", "#e6ab02", "#7570b3", "#1b9e77", "#e7298a"), strict=True))
 
 
 def plot_handoff(
@@ -488,10 +413,10 @@ def plot_handoff(
 
 
 def compare_handoff(size_mb: int = 16, repeat: int = 2, method: str = FAST_METHOD) -> list[dict]:
-    """Widget callback for notebook 03: time all four methods at one size, draw bars (log scale).
+    """Widget callback for notebook 03: time every handoff method at one size, draw bars (log scale).
 
-    >>> len(compare_handoff(1, repeat=1, method=FAST_METHOD))
-    4
+    >>> len(compare_handoff(1, repeat=1, method=FAST_METHOD)) == len(HANDOFF_METHODS)
+    True
     """
     import matplotlib.pyplot as plt
 

@@ -245,12 +245,9 @@ def _shm_fds() -> int:
 
 
 def strategy_footprint(rank: int, strategy: str, count: int = 50) -> dict:
-    """In this (child) process: share ``count`` small tensors under ``strategy``, and report.
+    """In this child: share ``count`` small tensors under ``strategy``; count fds and names (Linux).
 
-    Returns the fds into ``/dev/shm`` and this process's ``/dev/shm`` names (``torch_<pid>_...``)
-    while they live, and those names once they are freed. Sets the process-global sharing
-    strategy: run it in a child (``launch(strategy_footprint, ...)``), not in a process whose
-    strategy others rely on.
+    Sets the process-global strategy, so run it in a child. Notebook 02 section 5.
 
     >>> launch(strategy_footprint, args=("file_descriptor", 3), method=FAST_METHOD)[0]["shm_fds"]
     3
@@ -262,9 +259,7 @@ def strategy_footprint(rank: int, strategy: str, count: int = 50) -> dict:
     fds_before = _shm_fds()
     tensors = [torch.zeros(16).share_memory_() for _ in range(count)]
     report = {
-        "strategy": strategy,
         "pid": os.getpid(),
-        "shared": sum(t.is_shared() for t in tensors),
         "shm_fds": _shm_fds() - fds_before,
         "dev_shm_names": len(torch_entries_of(os.getpid())),
     }
@@ -275,48 +270,30 @@ def strategy_footprint(rank: int, strategy: str, count: int = 50) -> dict:
 
 
 def fd_limit_probe(rank: int, strategy: str, limit: int = 128, count: int = 300) -> dict:
-    """In this (child) process: lower the open-file limit to ``limit``, then share ``count`` tensors.
+    """In this child: lower the open-file limit to ``limit``, then share up to ``count`` tensors.
 
-    Returns how many were shared before an error, the error text (``None`` when all were) and
-    how many fds the process had open before (``open_at_start``; a fork child inherits its
-    parent's, e.g. a notebook kernel's sockets, so it has fewer to spare).
-    Under ``file_descriptor`` every live shared storage holds an fd, so the limit stops it; under
-    ``file_system`` storages are named files in ``/dev/shm``, not open fds. The limit and strategy
-    are restored before returning. Linux/macOS only (``resource``).
+    Returns how many, the error (or None) and the fds open at the start. Sets the process-global
+    strategy and limit, so run it in a child (Linux). Notebook 02 section 5.
 
     >>> launch(fd_limit_probe, args=("file_system", 64, 80), method=FAST_METHOD)[0]["created"]
     80
     """
     import resource
 
-    import torch.multiprocessing as tmp
-
     torch.set_num_threads(1)
-    old_strategy = tmp.get_sharing_strategy()
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    tmp.set_sharing_strategy(strategy)
-    tensors, error = [], None
-    open_at_start = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else None
-    resource.setrlimit(resource.RLIMIT_NOFILE, (limit, hard))
+    torch.multiprocessing.set_sharing_strategy(strategy)
+    report = {"limit": limit, "pid": os.getpid(), "open_at_start": len(os.listdir("/proc/self/fd"))}
+    resource.setrlimit(resource.RLIMIT_NOFILE, (limit, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+    tensors, report["error"] = [], None
     try:
         for _ in range(count):
             tensors.append(torch.zeros(16).share_memory_())
-    except RuntimeError as exc:
-        error = str(exc)
-    finally:
-        created = len(tensors)
-        del tensors
-        gc.collect()
-        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
-        tmp.set_sharing_strategy(old_strategy)
-    return {
-        "strategy": strategy,
-        "limit": limit,
-        "open_at_start": open_at_start,
-        "pid": os.getpid(),
-        "created": created,
-        "error": error,
-    }
+    except RuntimeError as error:
+        report["error"] = str(error)
+    report["created"] = len(tensors)
+    del tensors  # free them here: file_system names must not outlive the probe
+    gc.collect()
+    return report
 
 
 def torch_entries_of(pid: int) -> list[str]:

@@ -6,10 +6,14 @@ top on purpose, as a real worker module does, so that start-up times include tha
 
 Example::
 
-    >>> from helpers.launch import launch
+    >>> import torch.multiprocessing as mp
     >>> from helpers.start_methods import whoami
-    >>> [info["rank"] for info in launch(whoami, nprocs=2, method="spawn")]
-    [0, 1]
+    >>> ctx = mp.get_context("spawn")
+    >>> results = ctx.Queue()
+    >>> p = ctx.Process(target=whoami, args=(0, results))
+    >>> p.start()
+    >>> results.get(timeout=60)["rank"], p.join(timeout=30), p.exitcode
+    (0, None, 0)
 """
 
 from __future__ import annotations
@@ -21,15 +25,12 @@ import subprocess
 import sys
 import time
 
-import torch
-
 from helpers.processes import reap
 
 __all__ = [
     "STATE",
     "whoami",
-    "read_state",
-    "parallel_op",
+    "what_i_inherit",
     "report_rank",
     "fail_on_rank",
     "METHOD_VARIANTS",
@@ -46,42 +47,48 @@ STATE = {"value": "set at import"}
 PRELOAD = ["torch", "helpers.start_methods"]
 
 
-def whoami(rank: int) -> dict:
-    """Who this child is: rank, pid, parent pid, and the start method that made it.
+def whoami(rank: int, results: mp.queues.Queue) -> None:
+    """Put who this child is on ``results``: rank, pid, parent pid and process name.
 
-    >>> whoami(0)["pid"] == os.getpid()
+    The first worker of notebook 01 (section 2), started once per start method.
+
+    >>> import queue
+    >>> q = queue.Queue()
+    >>> whoami(0, q)
+    >>> q.get()["pid"] == os.getpid()
     True
     """
-    return {
-        "rank": rank,
-        "pid": os.getpid(),
-        "ppid": os.getppid(),
-        "process_name": mp.current_process().name,
-    }
+    results.put(
+        {
+            "rank": rank,
+            "pid": os.getpid(),
+            "ppid": os.getppid(),
+            "name": mp.current_process().name,
+        }
+    )
 
 
-def read_state(rank: int) -> str:
-    """The value of :data:`STATE` as this process sees it.
+def what_i_inherit(rank: int, fd: int, results: mp.queues.Queue) -> None:
+    """Put what this child inherited on ``results``: :data:`STATE`, ``$LESSON_VAR``, file ``fd``.
 
-    >>> read_state(0)
-    'set at import'
+    Notebook 01 section 4: a fork child sees module state changed after import and every open
+    file descriptor (it reads 5 bytes through ``fd``, moving the offset the parent shares); spawn
+    and forkserver children re-import the module and get only the standard streams and what
+    multiprocessing passes them.
+
+    >>> import queue, tempfile
+    >>> q = queue.Queue()
+    >>> with tempfile.TemporaryFile() as f:
+    ...     _ = f.write(b"0123456789"); _ = f.seek(0)
+    ...     what_i_inherit(0, f.fileno(), q)
+    >>> q.get()["read from fd"]
+    '01234'
     """
-    return STATE["value"]
-
-
-def parallel_op(size: int = 4_000_000, threads: int | None = None) -> float:
-    """Run a multi-threaded CPU kernel (a float64-to-float32 copy of ``size`` elements).
-
-    With GNU OpenMP, a *fork* child whose parent already ran such a kernel hangs here forever
-    unless ``threads=1`` is set first (see notebook 01 and 04).
-
-    >>> parallel_op(1000, threads=1) != 0.0
-    True
-    """
-    if threads is not None:
-        torch.set_num_threads(threads)
-    generator = torch.Generator().manual_seed(0)
-    return float(torch.randn(size, dtype=torch.float64, generator=generator).float().sum())
+    try:
+        read = os.read(fd, 5).decode()
+    except OSError as error:
+        read = f"{type(error).__name__}: {error.strerror}"
+    results.put({"STATE": STATE["value"], "LESSON_VAR": os.environ.get("LESSON_VAR"), "read from fd": read})
 
 
 def report_rank(rank: int, results: mp.queues.Queue) -> None:
@@ -194,14 +201,17 @@ except RuntimeError as error:
     print("second call: RuntimeError:", error)
 ctx = mp.get_context("spawn")       # get_context can be called any number of times
 print("get_context: ok, method =", ctx.get_start_method())
+mp.set_start_method("spawn", force=True)   # force=True replaces it (for a script's own start-up)
+print("force=True: ok, method =", mp.get_start_method())
 """
 
 
-def guard_script(guarded: bool) -> str:
-    """A script that starts one spawn child, with or without the ``__main__`` guard.
+def guard_script(guarded: bool, method: str = "spawn") -> str:
+    """A script that starts one ``method`` child, with or without the ``__main__`` guard.
 
-    Without the guard the spawn child, which imports the script as ``__mp_main__``, runs the
-    top level again and tries to start a process while still bootstrapping.
+    A spawn child, and each forkserver child too, prepares by importing the parent's script as
+    ``__mp_main__`` (``multiprocessing.spawn.prepare``). Without the guard that import runs the
+    top level again and tries to start a process while still bootstrapping. Notebook 01 section 5.
 
     >>> "if __name__" in guard_script(True), "if __name__" in guard_script(False)
     (True, False)
@@ -212,7 +222,7 @@ def guard_script(guarded: bool) -> str:
         "def work():",
         '    print("child: work() ran")',
         "",
-        'ctx = mp.get_context("spawn")',
+        f"ctx = mp.get_context({method!r})",
     ]
     body = [
         "proc = ctx.Process(target=work)",

@@ -134,6 +134,29 @@ def test_run_python_script_times_out():
         run_python_script("import time; time.sleep(60)", timeout=0.5)
 
 
+def test_run_python_script_sets_and_removes_environment_variables(monkeypatch):
+    monkeypatch.setenv("DROPPED", "here")
+    code = "import os; print(os.environ.get('ADDED'), os.environ.get('DROPPED'))"
+    assert run_python_script(code, env={"ADDED": "yes", "DROPPED": None}).stdout.split() == ["yes", "None"]
+
+
+@pytest.mark.skipif(os.name != "posix", reason="process groups are POSIX")
+def test_run_python_script_takes_what_the_script_started_with_it():
+    import psutil
+
+    code = (
+        "import subprocess, sys\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        "print(child.pid, flush=True)\n"
+    )
+    done = run_python_script(code, timeout=60)  # the script returns at once, its child would sleep on
+    pid = int(done.stdout.split()[0])
+    deadline = time.monotonic() + 10
+    while psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+        assert time.monotonic() < deadline, "the script's child outlived it"
+        time.sleep(0.1)
+
+
 # A launcher that starts a worker in a session of its own (as torchrun does), both holding our pipe.
 LAUNCHER = """
 import subprocess, sys, time

@@ -6,6 +6,7 @@ import matplotlib
 import numpy as np
 import pytest
 import torch
+import torch.multiprocessing as tmp
 
 import helpers.queues as qu
 from helpers.processes import reap
@@ -56,34 +57,63 @@ def test_pipe_doubler_round_trip(method):
 
 
 @pytest.mark.parametrize("method", METHODS)
-def test_run_pipeline_every_item_once_clean_exit(method):
-    r = qu.run_pipeline(n_items=12, n_consumers=3, numel=100, method=method)
-    assert sum(r["per_consumer"]) == 12 and r["checksum_ok"] and r["exitcodes"] == [0, 0, 0]
+def test_consumers_with_one_sentinel_each_take_every_item_once(method):
+    # Notebook 03 section 3, the plain pattern: items, one sentinel per consumer, bounded gets.
+    ctx = tmp.get_context(method)
+    inbox, outbox = ctx.Queue(), ctx.Queue()
+    consumers = [ctx.Process(target=qu.consume, args=(rank, inbox, outbox)) for rank in range(3)]
+    for c in consumers:
+        c.start()
+    for i in range(12):
+        inbox.put(torch.full((100,), float(i)))
+    for _ in consumers:
+        inbox.put(None)
+    messages = [outbox.get(timeout=60) for _ in range(12 + 3)]
+    assert reap(consumers, timeout=30) == [0, 0, 0]
+    assert sum(value for rank, value in messages if rank != "done") == 100 * sum(range(12))
+    assert sorted(rank for key, rank in messages if key == "done") == [0, 1, 2]
 
 
-def test_run_pipeline_rejects_bad_input():
-    with pytest.raises(ValueError, match="n_consumers"):
-        qu.run_pipeline(n_consumers=0)
+def _start_producer(ctx, target, *args):
+    q = ctx.Queue()
+    producer = ctx.Process(target=target, args=(q, *args))
+    producer.start()
+    return q, producer
 
 
-def test_handoff_order_join_first_numpy_times_out_get_first_does_not():
-    stuck = qu.handoff_order("join first", "numpy", mb=4, join_timeout=1)
-    fine = qu.handoff_order("get first", "numpy", mb=4, join_timeout=5)
-    assert stuck["join_timed_out"] and stuck["received"] and stuck["exitcode"] == 0
-    assert not fine["join_timed_out"] and fine["received"]
+def test_join_before_get_deadlocks_on_a_large_array_and_get_first_does_not():
+    ctx = tmp.get_context(qu.FAST_METHOD)
+    q, producer = _start_producer(ctx, qu.put_array, 4 * qu.MB)
+    producer.join(timeout=1)
+    assert producer.is_alive()  # stuck: its feeder thread waits for us to read the pipe
+    assert q.get(timeout=30).nbytes == 4 * qu.MB
+    assert reap([producer], timeout=30) == [0]
+    q, producer = _start_producer(ctx, qu.put_array, 4 * qu.MB)
+    assert q.get(timeout=30).nbytes == 4 * qu.MB
+    assert reap([producer], timeout=30) == [0]
 
 
 @pytest.mark.parametrize("method", METHODS)
-def test_handoff_order_tensor_needs_a_live_producer(method):
-    gone = qu.handoff_order("join first", "tensor", mb=1, method=method, join_timeout=30)
-    kept = qu.handoff_order("get first", "tensor", mb=1, method=method, keep_producer=True, join_timeout=30)
-    assert not gone["join_timed_out"] and not gone["received"] and gone["error"]
-    assert kept["received"] and kept["error"] is None
+def test_a_tensor_from_a_producer_that_exited_depends_on_the_sharing_strategy(method):
+    ctx = tmp.get_context(method)
+    q, producer = _start_producer(ctx, qu.put_tensor, qu.MB)
+    producer.join(timeout=60)
+    assert not producer.is_alive()  # a handle does not fill the pipe: no deadlock
+    if tmp.get_sharing_strategy() == "file_descriptor":  # the fd was to come from the producer
+        with pytest.raises((ConnectionRefusedError, FileNotFoundError, OSError)):
+            q.get(timeout=10)
+    else:  # file_system: a named segment the producer's reference kept alive
+        assert q.get(timeout=10).numel() == qu.MB // 4
 
 
-def test_handoff_order_rejects_bad_input():
-    with pytest.raises(ValueError, match="order"):
-        qu.handoff_order("whenever")
+@pytest.mark.parametrize("method", METHODS)
+def test_a_producer_kept_alive_until_the_get_hands_over_its_tensor(method):
+    ctx = tmp.get_context(method)
+    consumed = ctx.Event()
+    q, producer = _start_producer(ctx, qu.put_tensor, qu.MB, consumed)
+    assert q.get(timeout=60).numel() == qu.MB // 4
+    consumed.set()
+    assert reap([producer], timeout=30) == [0]
 
 
 def test_put_workers_put_one_item():

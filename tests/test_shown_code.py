@@ -50,10 +50,6 @@ LONGER_SHOWN = {"helpers.ddp.train": 40}
 # Notebooks not yet rebuilt around shown code; each is removed as its issue lands (strict: a
 # notebook listed here that already passes fails the test, so the list cannot go stale).
 NOT_YET_SHOWN: set[str] = {
-    "01_start_methods.ipynb",
-    "02_shared_tensors.ipynb",
-    "03_queues_and_pipes.ipynb",
-    "04_fork_and_cuda.ipynb",
     "05_hogwild.ipynb",
     "06_ddp_mp_spawn.ipynb",
 }

@@ -1,0 +1,102 @@
+"""helpers.fork_hazards: the CPU twin of fork-versus-CUDA (OpenMP after fork, a lock held at fork,
+Python 3.12's fork warning), asserted on any machine that has fork."""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+import pytest
+import torch
+
+import helpers.fork_hazards as fh
+from helpers.environment import environment_report
+from tests.workers import METHODS
+
+OPENMP_HAZARD = environment_report(probe_cuda=False)["openmp_runtime"] == "GNU libgomp"
+needs_fork = pytest.mark.skipif("fork" not in METHODS, reason="needs the fork start method")
+
+
+@pytest.fixture
+def used_thread_pool():
+    """This process has run a multi-threaded op, as a notebook kernel has."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(max(2, threads))
+    fh.parallel_op()
+    yield
+    torch.set_num_threads(threads)
+
+
+@needs_fork
+@pytest.mark.skipif(not OPENMP_HAZARD, reason="the fork hang needs GNU OpenMP (torch's Linux pip wheel)")
+def test_fork_child_hangs_in_the_parallel_op_and_says_where(used_thread_pool):
+    report = fh.fork_hang_report("fork", threads=None, timeout=3)
+    assert report.hung and not report.finished and report.exitcode is not None
+    assert "in parallel_op" in report.stack and "_op_with_watchdog" in report.stack
+    # Asleep, not computing. The kernel function (wchan) is a futex wait on most kernels, but some
+    # report "0" there, so only the state is asserted.
+    assert report.tasks and all("state S" in task for task in report.tasks), report.tasks
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_the_fixes_finish(method, used_thread_pool):
+    threads = 1 if method == "fork" else None
+    report = fh.fork_hang_report(method, threads=threads, timeout=60)
+    assert report.finished and not report.hung and report.stack == "", report
+
+
+def test_openmp_fixes_lists_every_available_variant(used_thread_pool):
+    reports = fh.openmp_fixes(hang_timeout=3, timeout=60)
+    assert [r.method for r in reports] == [m for _, m, _ in fh.FIX_VARIANTS if m in METHODS]
+    assert all(r.finished for r in reports if r.threads == 1 or r.method != "fork")
+    fig = fh.plot_fixes(reports)
+    assert fig.axes
+
+
+def test_fork_hang_report_refuses_bad_input():
+    with pytest.raises(ValueError, match="not available"):
+        fh.fork_hang_report("teleport")
+    with pytest.raises(ValueError, match="positive"):
+        fh.fork_hang_report("spawn", timeout=0)
+
+
+@needs_fork
+def test_hang_demo_widget_callback(used_thread_pool, capsys):
+    fine = fh.hang_demo(threads=1, method="fork")
+    assert fine.finished and "finished in" in capsys.readouterr().out
+    if OPENMP_HAZARD:
+        stuck = fh.hang_demo(threads=None, method="fork", timeout=2)
+        out = capsys.readouterr().out
+        assert stuck.hung and "HUNG" in out and "stuck in:" in out and "parallel_op" in out
+
+
+def test_hang_demo_under_spawn(capsys):
+    assert fh.hang_demo(threads=None, method="spawn").finished
+
+
+@needs_fork
+def test_fork_while_a_thread_holds_a_lock_deadlocks_the_child():
+    held = fh.fork_while_lock_held(held=True, timeout=1)
+    assert held.timed_out and not held.child_acquired and held.parent_acquired_after
+    assert held.output == "child: acquiring the lock ..."
+    free = fh.fork_while_lock_held(held=False, timeout=30)
+    assert free.child_acquired and not free.timed_out
+    assert threading.active_count() == 1 or all(t.name != "lock-holder" for t in threading.enumerate())
+
+
+def test_fork_warning_from_python_3_12_shows_only_with_a_filter():
+    shown = fh.fork_warning(show=True)
+    hidden = fh.fork_warning(show=False)
+    assert shown[-1].startswith(f"python {sys.version.split()[0]}") and "child exit code 0" in shown[-1]
+    warned = [line for line in shown if "multi-threaded, use of fork() may lead to deadlocks" in line]
+    if sys.version_info >= (3, 12):
+        assert (
+            warned and "popen_fork.py" in warned[0] and "DeprecationWarning: This process (pid=" in warned[0]
+        )
+    else:
+        assert not warned
+    assert not any("multi-threaded" in line for line in hidden), hidden
+
+
+def test_parallel_op_is_deterministic():
+    assert fh.parallel_op(10_000, threads=1) == fh.parallel_op(10_000, threads=1)
