@@ -399,7 +399,8 @@ def arm_fault(snapshot: str) -> threading.Thread | None:
     >>> arm_fault("/nonexistent/snapshot.pt") is None  # no FAULT_RANK in this environment
     True
     """
-    if os.environ.get("FAULT_RANK") != os.environ.get("RANK") or os.path.exists(snapshot):
+    fault_rank = os.environ.get("FAULT_RANK")
+    if fault_rank is None or fault_rank != os.environ.get("RANK") or os.path.exists(snapshot):
         return None
     after_epoch = int(os.environ.get("FAULT_AFTER_EPOCH", "0"))
     kind = os.environ.get("FAULT_KIND", "kill")
