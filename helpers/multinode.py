@@ -50,7 +50,6 @@ __all__ = [
     "WORKER_ENV",
     "FAULT_ENV",
     "agent_command",
-    "standalone_command",
     "agent_environment",
     "Agent",
     "torchrun_agents",
@@ -129,25 +128,6 @@ def agent_command(
         f"--log-dir={log_dir}",
     ]
     return [*command, *entry]
-
-
-def standalone_command(entry: Sequence[str], *, log_dir: str, nproc_per_node: int = 2) -> list[str]:
-    """``torchrun --standalone``: one node, the rendezvous set up on a free port by torchrun itself.
-
-    ``log_dir`` as in :func:`agent_command`. Notebook 09, section 1 (the one-node launch).
-
-    >>> standalone_command(["-m", "helpers.ddp"], log_dir="logs")[3:5]
-    ['--standalone', '--nproc-per-node=2']
-    """
-    return [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        f"--nproc-per-node={nproc_per_node}",
-        f"--log-dir={log_dir}",
-        *entry,
-    ]
 
 
 def _loopback_interface() -> str | None:
