@@ -94,6 +94,7 @@ def agent_command(
     nproc_per_node: int = 1,
     max_restarts: int = 0,
     join_timeout: float = 30.0,
+    last_call_timeout: float | None = None,
     log_dir: str,
 ) -> list[str]:
     """The command line of one torchrun agent (one node) whose rendezvous is 127.0.0.1:``port``.
@@ -103,8 +104,10 @@ def agent_command(
     ``nnodes``: ``2``, or ``"1:2"`` for an elastic job (1 to 2 nodes). ``join_timeout``: how long
     the rendezvous waits for the other nodes before it fails (torchrun's default is 600 s).
     ``--local-addr`` tells the others where to reach this node; without it torchrun announces
-    ``socket.getfqdn()``. ``log_dir``: where torchrun keeps each worker's error file (required:
-    without ``--log-dir`` torchrun makes a ``/tmp/torchelastic_*`` directory that nobody removes).
+    ``socket.getfqdn()``. ``last_call_timeout``: in an elastic job, how long the rendezvous waits
+    for more nodes once the minimum is there (torchrun's default is 30 s). ``log_dir``: where
+    torchrun keeps each worker's error file (required: without ``--log-dir`` torchrun makes a
+    ``/tmp/torchelastic_*`` directory that nobody removes).
     Used by notebook 09, sections 1-3.
 
     >>> command = agent_command(["train.py"], port=29400, run_id="job", log_dir="logs")
@@ -122,7 +125,8 @@ def agent_command(
         "--rdzv-backend=c10d",
         f"--rdzv-endpoint=127.0.0.1:{port}",
         f"--rdzv-id={run_id}",
-        f"--rdzv-conf=join_timeout={join_timeout:g}",
+        f"--rdzv-conf=join_timeout={join_timeout:g}"
+        + ("" if last_call_timeout is None else f",last_call_timeout={last_call_timeout:g}"),
         "--local-addr=127.0.0.1",
         f"--max-restarts={max_restarts}",
         f"--log-dir={log_dir}",
