@@ -52,10 +52,12 @@ echo "job $SLURM_JOB_ID: $SLURM_JOB_NUM_NODES node(s) x $NPROC_PER_NODE worker(s
 
 # Each task announces its own node name (--local-addr), not socket.getfqdn(); the job id names the
 # rendezvous, so two jobs never meet by mistake. --kill-on-bad-exit: one failed node stops the job.
+# --log-dir: error files and worker logs per job (without it, /tmp/torchelastic_* on every node).
 srun --kill-on-bad-exit=1 bash -c 'exec "$PYTHON" -m torch.distributed.run \\
     --nnodes="$SLURM_JOB_NUM_NODES" --nproc-per-node="$NPROC_PER_NODE" \\
     --rdzv-backend=c10d --rdzv-endpoint="$RDZV_ENDPOINT" --rdzv-id="$SLURM_JOB_ID" \\
-    --local-addr="$SLURMD_NODENAME" --max-restarts={max_restarts} "$@"' torchrun-agent \\
+    --local-addr="$SLURMD_NODENAME" --max-restarts={max_restarts} \\
+    --log-dir="torchrun-logs/$SLURM_JOB_ID" "$@"' torchrun-agent \\
     {entry}
 """
 

@@ -40,6 +40,7 @@ def test_the_batch_script_trains_on_two_stand_in_nodes(tmp_path):
         assert r["RANK"] == r["GROUP_RANK"] * r["LOCAL_WORLD_SIZE"] + r["LOCAL_RANK"]
         assert (r["WORLD_SIZE"], r["TORCHELASTIC_RUN_ID"], r["all_reduce"]) == (2, "4242", 3.0)
     assert torch.load(snapshot, weights_only=True)["epoch"] == ddp.EPOCHS - 1
+    assert len(list((tmp_path / "torchrun-logs" / "4242").iterdir())) == 2  # one log folder per agent
     assert not live_children()
 
 
