@@ -44,7 +44,8 @@ set -euo pipefail
 PYTHON=${{PYTHON:-python3}}
 
 # The first node of the allocation hosts the rendezvous; every agent meets there.
-head_node=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)
+nodes=($(scontrol show hostnames "$SLURM_JOB_NODELIST"))  # not `| head -n 1`: under pipefail,
+head_node=${{nodes[0]}}                                      # head's early exit can fail the job
 export RDZV_ENDPOINT="$head_node:{port}"
 export NPROC_PER_NODE={nproc}
 echo "job $SLURM_JOB_ID: $SLURM_JOB_NUM_NODES node(s) x $NPROC_PER_NODE worker(s)," \\
