@@ -34,7 +34,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -192,7 +192,12 @@ class Agent:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
 
     def note_descendants(self) -> None:
-        """Remember the agent's workers while it is alive: once it dies they are nobody's children."""
+        """Remember the agent's workers while it is alive: once it dies they are nobody's children.
+
+        >>> agent = Agent(["x"], subprocess.Popen(["true"]), Path("x"), launched=0.0)
+        >>> agent.process.wait(), agent.note_descendants(), agent.seen
+        (0, None, {})
+        """
         with contextlib.suppress(psutil.NoSuchProcess):
             for child in psutil.Process(self.pid).children(recursive=True):
                 with contextlib.suppress(psutil.NoSuchProcess):
@@ -276,7 +281,9 @@ def _wait(agents: Sequence[Agent], deadline: float, interval: float = 0.05) -> N
         time.sleep(interval)
 
 
-def wait_for(condition, timeout: float, agents: Sequence[Agent] = (), interval: float = 0.02) -> float:
+def wait_for(
+    condition: Callable[[], object], timeout: float, agents: Sequence[Agent] = (), interval: float = 0.02
+) -> float:
     """Wait until ``condition()`` is true; return the seconds it took. Raises ``TimeoutError``.
 
     ``agents``: keep noting their workers while waiting (so :func:`torchrun_agents` can kill
@@ -338,7 +345,10 @@ def kill_node(agent: Agent) -> list[int]:
 
 
 def report_and_train(report_dir: str, snapshot: str | None = None, epochs: int = 3) -> None:
-    """One torchrun worker: report what torchrun told it, all_reduce across the nodes, then train."""
+    """One torchrun worker: report what torchrun told it, all_reduce across the nodes, then train.
+
+    >>> report_and_train("reports", "digits.pt")  # in torchrun's workers (notebook 09)  # doctest: +SKIP
+    """
     import torch
     import torch.distributed as dist
 
