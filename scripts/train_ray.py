@@ -6,8 +6,8 @@
 Ray, not torchrun, starts the workers (Ray actors), sets up their process group (gloo on CPU) and
 sends them ``train_loop`` with cloudpickle, *by value*: a function defined in a notebook would run
 there too, which ``spawn`` cannot do (notebook 01). The loop is notebook 06's with two Ray calls:
-``prepare_model`` (wraps the model in DDP on the worker's device) and ``report``. Everything binds
-node address is 127.0.0.1 and its files go to a temporary folder. Rank 0's final weights go to
+``prepare_model`` (wraps the model in DDP on the worker's device) and ``report``. Ray's node
+address is 127.0.0.1 and its files go to a temporary folder. Rank 0's final weights go to
 ``DIR/ray_weights.pt``; ``DIR/ray_result.json`` holds the world size, ranks, wall time and the
 largest difference to one process with batch 2 x 32 (notebook 06's proof).
 """
