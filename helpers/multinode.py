@@ -504,9 +504,10 @@ def error_reports(log_dir: str | os.PathLike) -> list[dict]:
 def plot_timeline(reports: Sequence[dict], agents: Sequence[Agent], ax: Axes | None = None) -> Axes:
     """What each worker did when: started by its agent (rendezvous), joined the group, trained.
 
-    One row per worker and attempt, times relative to the first agent's launch; each agent's exit
-    is a black tick on its workers' rows. A worker without ``finished`` did not finish: its hatched
-    training bar ends where the next worker of its rank started. Notebook 09, sections 1-2.
+    One row per worker, in start order, times relative to the first agent's launch; each agent's
+    exit is a black tick on its workers' rows. A worker without ``finished`` was stopped (a failure,
+    a restart): its hatched bar runs until its agent's next worker started, so it spans the failure
+    and the new rendezvous too. Notebook 09, sections 1-2.
 
     >>> import matplotlib.pyplot as plt
     >>> agent = Agent(["x"], subprocess.Popen(["true"]), Path("x"), launched=0.0, ended=3.0)
@@ -516,31 +517,37 @@ def plot_timeline(reports: Sequence[dict], agents: Sequence[Agent], ax: Axes | N
     's since the first agent started'
     >>> plt.close("all")
     """
+    from matplotlib.patches import Patch
+
     from helpers.plotting import new_figure
 
     if ax is None:
         _, ax = new_figure("torchrun: what each worker did when", "s since the first agent started")
     origin = min(a.launched for a in agents)
     colors = {"rendezvous + start": "#bbbbbb", "import + join": "#7570b3", "training": "#1b9e77"}
+
+    def successor(report: dict) -> dict | None:  # the next worker its agent started
+        later = [
+            r for r in reports if r["agent_pid"] == report["agent_pid"] and r["started"] > report["started"]
+        ]
+        return min(later, key=lambda r: r["started"], default=None)
+
+    ends = {id(r): r.get("finished") or (successor(r) or r)["started"] for r in reports}
+    starts = {id(successor(r)): ends[id(r)] for r in reports if successor(r)}
     labels = []
     for row, report in enumerate(reports):
-        later = [
-            r["started"]
-            for r in reports
-            if r.get("RANK") == report.get("RANK") and r["started"] > report["started"]
-        ]
         agent = next((a for a in agents if a.pid == report.get("agent_pid")), None)
-        launched = agent.launched if agent else origin
-        end = report.get("finished", min(later, default=report["joined"]))
         spans = {
-            "rendezvous + start": (launched, report["started"]),
+            "rendezvous + start": (
+                starts.get(id(report), agent.launched if agent else origin),
+                report["started"],
+            ),
             "import + join": (report["started"], report["joined"]),
-            "training": (report["joined"], end),
+            "training": (report["joined"], ends[id(report)]),
         }
         for name, (start, stop) in spans.items():
             hatch = "//" if name == "training" and "finished" not in report else None
-            ax.barh(row, stop - start, left=start - origin, color=colors[name], hatch=hatch,
-                    label=name if row == 0 else None)  # fmt: skip
+            ax.barh(row, stop - start, left=start - origin, color=colors[name], hatch=hatch)
         if agent and agent.ended is not None:
             ax.plot([agent.ended - origin] * 2, [row - 0.4, row + 0.4], color="black")
         labels.append(
@@ -549,7 +556,9 @@ def plot_timeline(reports: Sequence[dict], agents: Sequence[Agent], ax: Axes | N
         )
     ax.set_yticks(range(len(reports)), labels)
     ax.invert_yaxis()
-    ax.legend(loc="lower right", fontsize=8)
+    legend = [Patch(color=color, label=name) for name, color in colors.items()]
+    legend.append(Patch(facecolor=colors["training"], hatch="//", label="stopped, then a new rendezvous"))
+    ax.legend(handles=legend, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
     return ax
 
 
