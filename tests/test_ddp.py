@@ -228,3 +228,14 @@ def test_torchrun_past_its_timeout_is_killed_with_its_workers(tmp_path):
     assert live_children() == []
     assert time.monotonic() - start < 4 + 30
     assert not os.path.exists(marker)
+
+
+def test_explore_world_size_is_the_widget_callback():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    summary = ddp.explore_world_size(1)
+    assert summary["world_size"] == 1 and summary["steps_per_rank_and_epoch"] == 1536 // ddp.BATCH_SIZE
+    assert summary["difference"] < 1e-5 and summary["wall_seconds"] > 0
+    with pytest.raises(ValueError, match="1, 2 or 3"):
+        ddp.explore_world_size(4)
