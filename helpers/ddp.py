@@ -16,11 +16,13 @@ Example (a world of one rank, in this process)::
 
     >>> import os, tempfile, torch
     >>> from helpers.ddp import train, free_port
+    >>> threads = torch.get_num_threads()  # train sets one thread on the CPU
     >>> with tempfile.TemporaryDirectory() as folder:
     ...     snapshot = os.path.join(folder, "snapshot.pt")
     ...     train(0, 1, snapshot, port=free_port(), epochs=1)
     ...     torch.load(snapshot, weights_only=True)["epoch"]
     0
+    >>> torch.set_num_threads(threads)
 """
 
 from __future__ import annotations

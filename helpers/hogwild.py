@@ -16,9 +16,11 @@ Example::
     >>> from helpers.digits import load_digits_split, make_model
     >>> x, y, x_test, y_test = load_digits_split()
     >>> model = make_model(hidden=HIDDEN).share_memory()
-    >>> train_worker(0, model, x, y, steps=5)  # one worker, in this process
+    >>> threads = torch.get_num_threads()
+    >>> train_worker(0, model, x, y, steps=5)  # one worker, in this process: it sets 1 thread
     >>> torch.get_num_threads()
     1
+    >>> torch.set_num_threads(threads)
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ def train_worker(
 ) -> None:
     """One Hogwild worker: ``steps`` SGD steps on the shared ``model``, without any lock.
 
-    >>> train_worker(0, make_model(), *load_digits_split()[:2], steps=2)  # in this process
+    >>> train_worker(0, make_model(), *load_digits_split()[:2], steps=2, threads=torch.get_num_threads())
     """
     torch.set_num_threads(threads)  # first, before any torch op: fork-safe, no oversubscription
     torch.manual_seed(seed + rank)  # each worker draws its own batches
@@ -98,7 +100,7 @@ def timed_worker(rank: int, results: Queue, *args: object) -> None:
 
     >>> import queue
     >>> results = queue.SimpleQueue()
-    >>> timed_worker(0, results, make_model(), *load_digits_split()[:2], 2)
+    >>> timed_worker(0, results, make_model(), *load_digits_split()[:2], 2, 0, torch.get_num_threads())
     >>> rank, start, end = results.get(); rank, start <= end
     (0, True)
     """
