@@ -16,11 +16,13 @@ Example (a world of one rank, in this process)::
 
     >>> import os, tempfile, torch
     >>> from helpers.ddp import train, free_port
+    >>> threads = torch.get_num_threads()  # train sets one thread on the CPU
     >>> with tempfile.TemporaryDirectory() as folder:
     ...     snapshot = os.path.join(folder, "snapshot.pt")
     ...     train(0, 1, snapshot, port=free_port(), epochs=1)
     ...     torch.load(snapshot, weights_only=True)["epoch"]
     0
+    >>> torch.set_num_threads(threads)
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from __future__ import annotations
 import argparse
 import os
 import socket
+import tempfile
+import time
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
@@ -61,6 +65,7 @@ __all__ = [
     "fail_on_rank",
     "join_group",
     "max_param_difference",
+    "explore_world_size",
     "main",
 ]
 
@@ -281,6 +286,51 @@ def max_param_difference(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor])
     if a.keys() != b.keys():
         raise ValueError(f"different parameters: {sorted(a)} vs {sorted(b)}")
     return max((a[k].float().cpu() - b[k].float().cpu()).abs().max().item() for k in a)
+
+
+_WORLD_SIZE_RUNS: dict[int, dict] = {}
+
+
+def explore_world_size(world_size: int = 2) -> dict:
+    """Widget callback of notebook 06: :func:`train` on ``world_size`` ranks (1 to 3) with ``mp.spawn``.
+
+    Prints and returns a summary (steps per rank and epoch, wall seconds of the launch, the largest
+    difference to one process with batch ``world_size * BATCH_SIZE``) and plots every world size
+    run so far. Runs are cached per world size. Not run here: it launches ranks (seconds).
+
+    >>> explore_world_size(2)  # doctest: +SKIP
+    {'world_size': 2, 'steps_per_rank_and_epoch': 24, 'wall_seconds': 3.4, 'difference': 3e-07}
+    """
+    import matplotlib.pyplot as plt
+
+    from helpers.digits import N_TRAIN
+    from helpers.plotting import bar_chart, new_figure
+
+    if not 1 <= world_size <= 3:
+        raise ValueError(f"world_size must be 1, 2 or 3 on this demo, got {world_size}")
+    if world_size not in _WORLD_SIZE_RUNS:
+        with tempfile.TemporaryDirectory(prefix="tmp-ddp-") as folder:
+            snapshot = os.path.join(folder, "snapshot.pt")
+            start = time.perf_counter()
+            mp.spawn(train, args=(world_size, snapshot, free_port()), nprocs=world_size)
+            wall = time.perf_counter() - start
+            state = torch.load(snapshot, weights_only=True)["model"]
+        _WORLD_SIZE_RUNS[world_size] = {
+            "world_size": world_size,
+            "steps_per_rank_and_epoch": N_TRAIN // (world_size * BATCH_SIZE),
+            "wall_seconds": round(wall, 1),
+            "difference": float(f"{max_param_difference(state, train_single(world_size * BATCH_SIZE)):.1e}"),
+        }
+    runs = [_WORLD_SIZE_RUNS[w] for w in sorted(_WORLD_SIZE_RUNS)]
+    fig, (left, right) = new_figure("train() on 1 to 3 ranks (mp.spawn)", ncols=2)
+    labels = [f"{r['world_size']} rank(s)" for r in runs]
+    bar_chart(left, labels, [r["wall_seconds"] for r in runs], colors=["#4c72b0"] * len(runs))
+    left.set(title="launch wall time, start-up included", ylabel="seconds")
+    bar_chart(right, labels, [r["steps_per_rank_and_epoch"] for r in runs], "{:.0f}", ["#55a868"] * len(runs))
+    right.set(title="optimizer steps per rank and epoch", ylabel="steps")
+    plt.show()
+    print(_WORLD_SIZE_RUNS[world_size])
+    return _WORLD_SIZE_RUNS[world_size]
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -85,9 +85,13 @@ def test_a_run_restarted_from_its_snapshot_ends_with_the_same_weights(notebook_r
 
 def test_a_finished_run_restarted_does_nothing(tmp_path):
     snapshot = tmp_path / "snapshot.pt"
-    ddp.train(0, 1, str(snapshot), port=ddp.free_port(), epochs=1)
-    before = snapshot.stat().st_mtime_ns, snapshot.read_bytes()
-    ddp.train(0, 1, str(snapshot), port=ddp.free_port(), epochs=1)
+    threads = torch.get_num_threads()
+    try:
+        ddp.train(0, 1, str(snapshot), port=ddp.free_port(), epochs=1)  # a world of one, in this process
+        before = snapshot.stat().st_mtime_ns, snapshot.read_bytes()
+        ddp.train(0, 1, str(snapshot), port=ddp.free_port(), epochs=1)
+    finally:
+        torch.set_num_threads(threads)  # train sets one thread on the CPU path
     assert (snapshot.stat().st_mtime_ns, snapshot.read_bytes()) == before
 
 
@@ -228,3 +232,14 @@ def test_torchrun_past_its_timeout_is_killed_with_its_workers(tmp_path):
     assert live_children() == []
     assert time.monotonic() - start < 4 + 30
     assert not os.path.exists(marker)
+
+
+def test_explore_world_size_is_the_widget_callback():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    summary = ddp.explore_world_size(1)
+    assert summary["world_size"] == 1 and summary["steps_per_rank_and_epoch"] == 1536 // ddp.BATCH_SIZE
+    assert summary["difference"] < 1e-5 and summary["wall_seconds"] > 0
+    with pytest.raises(ValueError, match="1, 2 or 3"):
+        ddp.explore_world_size(4)
