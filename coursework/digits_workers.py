@@ -19,48 +19,25 @@ import time
 import torch
 from torch import nn
 
-__all__ = ["load_split", "make_model", "train_digits"]
+from helpers.digits import accuracy, load_digits_split, make_model
 
-
-def load_split(seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """scikit-learn's bundled digits (8x8 images, no download), scaled to [0, 1], split 80/20.
-
-    >>> x_train, y_train, x_test, y_test = load_split()
-    >>> x_train.shape[1], len(x_train) + len(x_test)
-    (64, 1797)
-    """
-    from sklearn.datasets import load_digits
-
-    digits = load_digits()
-    x = torch.tensor(digits.data, dtype=torch.float32) / 16.0
-    y = torch.tensor(digits.target, dtype=torch.long)
-    order = torch.randperm(len(x), generator=torch.Generator().manual_seed(seed))
-    cut = int(0.8 * len(x))
-    return x[order[:cut]], y[order[:cut]], x[order[cut:]], y[order[cut:]]
-
-
-def make_model(hidden: int = 64) -> nn.Module:
-    """A small MLP for 8x8 digits: 64 -> ``hidden`` -> 10.
-
-    >>> make_model()(torch.zeros(2, 64)).shape
-    torch.Size([2, 10])
-    """
-    return nn.Sequential(nn.Linear(64, hidden), nn.ReLU(), nn.Linear(hidden, 10))
+__all__ = ["train_digits"]
 
 
 def train_digits(rank: int, lrs: list[float], epochs: int, seed: int, batch_size: int = 64) -> dict:
     """Train one model with learning rate ``lrs[rank]``; return its test accuracy and timing.
 
     Called as ``fn(rank, *args)`` by ``helpers.launch.launch``: the rank picks the learning rate.
-    The same ``seed`` for every rank: the runs differ only in their learning rate.
+    The same ``seed`` for every rank: the same data split, starting weights and batch order, so the
+    runs differ only in their learning rate. Data and model: :mod:`helpers.digits`.
 
     >>> round(train_digits(0, [0.5], epochs=2, seed=0)["accuracy"], 1) > 0.5
     True
     """
     start = time.perf_counter()
-    torch.manual_seed(seed)
-    x_train, y_train, x_test, y_test = load_split(seed)
-    model = make_model()
+    torch.manual_seed(seed)  # the batch order below
+    x_train, y_train, x_test, y_test = load_digits_split(seed=seed)
+    model = make_model(seed=seed, hidden=(64,))
     optimizer = torch.optim.SGD(model.parameters(), lr=lrs[rank])
     loss_fn = nn.CrossEntropyLoss()
     for _ in range(epochs):
@@ -68,6 +45,9 @@ def train_digits(rank: int, lrs: list[float], epochs: int, seed: int, batch_size
             optimizer.zero_grad()
             loss_fn(model(x_train[batch]), y_train[batch]).backward()
             optimizer.step()
-    with torch.no_grad():
-        accuracy = (model(x_test).argmax(dim=1) == y_test).float().mean().item()
-    return {"lr": lrs[rank], "accuracy": accuracy, "seconds": time.perf_counter() - start, "pid": os.getpid()}
+    return {
+        "lr": lrs[rank],
+        "accuracy": accuracy(model, x_test, y_test),
+        "seconds": time.perf_counter() - start,
+        "pid": os.getpid(),
+    }

@@ -3,6 +3,8 @@
 Write ``hogwild_worker(rank, model, seed, steps, lr=0.05)``. Several processes run it at once on
 the same ``model`` (its parameters are in shared memory). Each worker must
 
+- call ``torch.set_num_threads(1)`` before any other torch op (the workers share the cores, and
+  a fork child of a parent that ran multi-threaded ops can hang otherwise: notebook 04);
 - seed its own random stream with ``torch.manual_seed(seed + rank)``, so workers draw different
   batches and a run is reproducible;
 - build its *own* optimizer, ``torch.optim.SGD(model.parameters(), lr=lr)``;

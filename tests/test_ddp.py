@@ -1,28 +1,50 @@
-"""helpers.ddp: rendezvous, the DDP equivalence proof, collectives, no_sync, checkpoint, failures,
-torchrun. Each launch of ranks costs seconds (spawn children import torch), so one module-scoped
-run serves most assertions."""
+"""helpers.ddp and helpers.torchrun: the training function of notebook 06 under mp.spawn and torchrun,
+its snapshot and resume, the equivalence proof, collectives, no_sync, failures.
+
+Each launch of ranks costs seconds (spawn children import torch), so one module-scoped run of
+``train`` (what the notebook runs) serves several assertions."""
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+import sys
 import time
+from pathlib import Path
 
-import matplotlib
+import numpy as np
 import pytest
 import torch
-import torch.multiprocessing as tmp
+import torch.multiprocessing as mp
+import torch.nn.functional as F
 
 from helpers import ddp
-from helpers.launch import spawn_with_deadline
+from helpers.digits import load_digits_split, make_model
 from helpers.processes import live_children
+from helpers.source import source_listing
+from helpers.torchrun import run_torchrun, torchrun_command
 
-matplotlib.use("Agg")
 pytestmark = pytest.mark.timeout(600)  # a loaded 2-core machine needs tens of seconds per launch
 
 
+def _spawn_train(snapshot: Path, epochs: int = ddp.EPOCHS, world_size: int = 2) -> dict:
+    port = ddp.free_port()
+    mp.spawn(ddp.train, args=(world_size, str(snapshot), port, epochs), nprocs=world_size)
+    assert not ddp.port_in_use(port)
+    return torch.load(snapshot, weights_only=True)
+
+
+def _assert_same_weights(a: dict, b: dict) -> None:
+    assert a.keys() == b.keys()
+    for key in a:
+        assert torch.equal(a[key], b[key]), f"{key} differs by {(a[key] - b[key]).abs().max():.1e}"
+
+
 @pytest.fixture(scope="module")
-def lesson():
-    return ddp.run_lesson(world_size=2, cache=False, timeout=400)
+def notebook_run(tmp_path_factory) -> dict:
+    """What notebook 06 runs: mp.spawn(train, args=(2, snapshot, port), nprocs=2)."""
+    return _spawn_train(tmp_path_factory.mktemp("ddp") / "snapshot.pt")
 
 
 def test_free_port_is_bindable_and_port_in_use_sees_a_listener():
@@ -33,41 +55,139 @@ def test_free_port_is_bindable_and_port_in_use_sees_a_listener():
         assert f"127.0.0.1:{port}" in ddp.listening_addresses()
 
 
-def test_choose_backend_follows_the_gpu_count_without_initialising_cuda():
-    expected = "nccl" if torch.cuda.device_count() >= 2 else "gloo"
-    assert ddp.choose_backend(2) == expected
-    assert ddp.choose_backend(10_000) == "gloo"
-    assert not torch.cuda.is_initialized()
-    with pytest.raises(ValueError, match="at least 1"):
-        ddp.choose_backend(0)
+def test_train_snapshots_the_last_epoch_with_model_and_optimizer(notebook_run):
+    assert sorted(notebook_run) == ["epoch", "model", "optimizer"]
+    assert notebook_run["epoch"] == ddp.EPOCHS - 1
+    assert notebook_run["model"].keys() == make_model().state_dict().keys()
+    model = make_model()
+    model.load_state_dict(notebook_run["model"])
+    _, _, x_test, y_test = load_digits_split()
+    from helpers.digits import accuracy
+
+    assert accuracy(model, x_test, y_test) > 0.85
 
 
-def test_init_distributed_listens_on_loopback_only():
-    import torch.distributed as dist
+def test_two_ranks_with_batch_b_match_one_process_with_batch_2b(notebook_run):
+    reference = ddp.train_single(2 * ddp.BATCH_SIZE)
+    assert ddp.max_param_difference(notebook_run["model"], reference) < 1e-5
+    wrong_batch = ddp.train_single(ddp.BATCH_SIZE)  # the same samples, half the batch: far off
+    assert ddp.max_param_difference(notebook_run["model"], wrong_batch) > 1e-2
 
-    port = ddp.free_port()
-    ddp.init_distributed(0, 1, port, timeout=10)
+
+def test_a_run_restarted_from_its_snapshot_ends_with_the_same_weights(notebook_run, tmp_path):
+    snapshot = tmp_path / "snapshot.pt"
+    assert _spawn_train(snapshot, epochs=1)["epoch"] == 0  # stopped after one epoch...
+    resumed = _spawn_train(snapshot)  # ...and restarted unchanged: it continues from epoch 1
+    assert resumed["epoch"] == ddp.EPOCHS - 1
+    _assert_same_weights(resumed["model"], notebook_run["model"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["snapshot.pt"]  # no torn .tmp left
+
+
+def test_a_finished_run_restarted_does_nothing(tmp_path):
+    snapshot = tmp_path / "snapshot.pt"
+    threads = torch.get_num_threads()
     try:
-        mine = [a for a in ddp.listening_addresses() if a.endswith(f":{port}")]
-        assert mine == [f"127.0.0.1:{port}"]
+        ddp.train(0, 1, str(snapshot), port=ddp.free_port(), epochs=1)  # a world of one, in this process
+        before = snapshot.stat().st_mtime_ns, snapshot.read_bytes()
+        ddp.train(0, 1, str(snapshot), port=ddp.free_port(), epochs=1)
     finally:
-        dist.destroy_process_group()
+        torch.set_num_threads(threads)  # train sets one thread on the CPU path
+    assert (snapshot.stat().st_mtime_ns, snapshot.read_bytes()) == before
+
+
+# The displayed source of train, retyped by a learner: the imports and constants it needs, the
+# function exactly as notebook 06 shows it, and the usual entry point.
+SCRIPT_HEAD = f"""\
+import os
+import socket
+import sys
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+
+from helpers.digits import load_digits_split, make_model
+
+EPOCHS, BATCH_SIZE, LR, SEED = {ddp.EPOCHS!r}, {ddp.BATCH_SIZE!r}, {ddp.LR!r}, {ddp.SEED!r}
+
+
+"""
+SCRIPT_MAIN = """
+
+if __name__ == "__main__":
+    snapshot = sys.argv[1]
+    if "RANK" in os.environ:  # started by torchrun
+        train(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), snapshot)
+    else:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        mp.spawn(train, args=(2, snapshot, port), nprocs=2)
+"""
+
+
+def test_the_displayed_train_runs_as_a_script_under_torchrun_and_mp_spawn(notebook_run, tmp_path):
+    script = tmp_path / "train_digits.py"
+    script.write_text(SCRIPT_HEAD + source_listing(ddp.train).text + SCRIPT_MAIN)
+    under_torchrun = run_torchrun(torchrun_command(2, str(script), "torchrun.pt"), timeout=400, cwd=tmp_path)
+    assert under_torchrun.returncode == 0, under_torchrun.stdout[-3000:]
+    under_spawn = subprocess.run(
+        [sys.executable, str(script), "spawn.pt"], cwd=tmp_path, capture_output=True, text=True, timeout=400
+    )
+    assert under_spawn.returncode == 0, under_spawn.stderr[-3000:]
+    torchrun_state = torch.load(tmp_path / "torchrun.pt", weights_only=True)["model"]
+    spawn_state = torch.load(tmp_path / "spawn.pt", weights_only=True)["model"]
+    _assert_same_weights(torchrun_state, spawn_state)
+    _assert_same_weights(torchrun_state, notebook_run["model"])
+
+
+def test_the_module_runs_under_torchrun_as_notebook_06_runs_it(notebook_run, tmp_path):
+    command = torchrun_command(2, "-m", "helpers.ddp", "--snapshot", "snapshot.pt")
+    done = run_torchrun(command, timeout=400, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout[-3000:]
+    _assert_same_weights(
+        torch.load(tmp_path / "snapshot.pt", weights_only=True)["model"], notebook_run["model"]
+    )
+
+
+def test_collectives_give_every_rank_the_same_answers():
+    results = mp.get_context("spawn").SimpleQueue()
+    mp.spawn(ddp.collectives, args=(2, ddp.free_port(), results), nprocs=2)
+    answers = dict(results.get() for _ in range(2))
+    for rank in (0, 1):
+        assert answers[rank] == {"all_reduce": 3.0, "broadcast": 42.0, "all_gather": [0.0, 10.0]}
+
+
+def test_no_sync_accumulation_gives_the_gradient_of_the_whole_batch():
+    results = mp.get_context("spawn").SimpleQueue()
+    mp.spawn(ddp.accumulate_with_no_sync, args=(2, ddp.free_port(), 4, results), nprocs=2)
+    gradients = dict(results.get() for _ in range(2))
+    np.testing.assert_array_equal(gradients[0], gradients[1])  # all-reduced: the same on both ranks
+    x, y, _, _ = load_digits_split()
+    model = make_model(seed=ddp.SEED)
+    F.cross_entropy(model(x[:256]), y[:256]).backward()  # both ranks' 256 samples, one batch
+    whole = torch.cat([p.grad.flatten() for p in model.parameters()]).numpy()
+    assert np.abs(gradients[0] - whole).max() < 1e-6
+
+
+def test_a_failing_rank_raises_in_the_parent_and_the_others_are_cleaned_up():
+    port = ddp.free_port()
+    with pytest.raises(mp.ProcessRaisedException, match="rank 1 failed on purpose"):
+        mp.spawn(ddp.fail_on_rank, args=(2, port, 1), nprocs=2)
+    assert live_children() == []
     assert not ddp.port_in_use(port)
 
 
-def test_data_and_model_are_deterministic():
-    X, y, X_test, y_test = ddp.digits_data()
-    assert X.shape == (1536, 64) and X_test.shape == (261, 64) and float(X.max()) <= 1.0
-    a, b, c = ddp.make_model(0), ddp.make_model(0), ddp.make_model(1)
-    assert ddp.max_param_difference(a.state_dict(), b.state_dict()) == 0.0
-    assert ddp.max_param_difference(a.state_dict(), c.state_dict()) > 0.0
-
-
-def test_single_process_training_learns_and_is_reproducible():
-    first, second = ddp.train_single(64), ddp.train_single(64)
-    assert ddp.max_param_difference(first["state"], second["state"]) == 0.0
-    assert first["losses"][-1] < first["losses"][0] / 2
-    assert len(first["losses"]) == ddp.CONFIG["epochs"] * ddp.CONFIG["n_train"] // 64
+def test_a_missing_rank_fails_after_the_timeout_instead_of_hanging():
+    start = time.monotonic()
+    with pytest.raises(mp.ProcessRaisedException, match="(?i)timed out|timeout"):
+        mp.spawn(ddp.join_group, args=(2, ddp.free_port(), 3.0), nprocs=1)
+    assert time.monotonic() - start < 300
 
 
 def test_max_param_difference_refuses_different_keys():
@@ -75,106 +195,51 @@ def test_max_param_difference_refuses_different_keys():
         ddp.max_param_difference({"a": torch.zeros(1)}, {"b": torch.zeros(1)})
 
 
-def test_two_ranks_with_batch_b_match_one_process_with_batch_2b(lesson):
-    reference = ddp.train_single(2 * ddp.CONFIG["batch_size"])
-    for rank in lesson["ranks"]:
-        assert ddp.max_param_difference(rank["training"]["state"], reference["state"]) < 1e-5
-    sums = [r["training"]["param_sum_after"] for r in lesson["ranks"]]
-    assert sums[0] == sums[1]  # DDP's constructor broadcast rank 0's weights...
-    assert lesson["ranks"][1]["training"]["param_sum_before"] != sums[1]  # ...over rank 1's own
+def test_torchrun_command_is_standalone_and_refuses_zero_ranks():
+    command = torchrun_command(2, "-m", "helpers.ddp")
+    assert command[:5] == [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node=2",
+    ]
+    with pytest.raises(ValueError, match="at least 1"):
+        torchrun_command(0, "x.py")
 
 
-def test_collectives_results(lesson):
-    for rank in lesson["ranks"]:
-        c = rank["collectives"]
-        assert c["all_reduce"] == 3.0 and c["broadcast"] == 42.0 and c["all_gather"] == [0.0, 10.0]
-    left = [r["collectives"]["barrier_left"] for r in lesson["ranks"]]
-    arrived = [r["collectives"]["barrier_arrived"] for r in lesson["ranks"]]
-    assert max(left) >= max(arrived)  # nobody left the barrier before the last one arrived
-
-
-def test_no_sync_accumulates_the_same_gradient_with_fewer_allreduces(lesson):
-    for rank in lesson["ranks"]:
-        calls = rank["no_sync"]["allreduce_calls"]
-        assert (
-            calls["sync every micro-batch"]
-            == rank["no_sync"]["micro_batches"] * calls["no_sync until the last"]
-        )
-        assert rank["no_sync"]["grad_difference"] < 1e-6
-
-
-def test_checkpoint_progress_mistakes_and_loopback(lesson):
-    for rank in lesson["ranks"]:
-        assert rank["checkpoint"] == {"checkpoint_matches": True, "loaded_on": "cpu"}
-        assert all(address.startswith("127.0.0.1:") for address in rank["listening"])
-        if not torch.cuda.is_available():
-            assert "device_ids" in rank["mistakes"]["DDP(model, device_ids=[rank])"]
-            assert rank["mistakes"]["model.to(rank)"] != "no error"
-    assert "100%" in lesson["ranks"][0]["progress"] and lesson["ranks"][1]["progress"] == ""
-    assert not ddp.port_in_use(lesson["port"])
-
-
-def test_a_failing_rank_raises_in_the_parent_and_the_others_are_cleaned_up():
-    port = ddp.free_port()
-    with pytest.raises(tmp.ProcessRaisedException, match="rank 1 failed on purpose"):
-        spawn_with_deadline(ddp.fail_on_rank, args=(2, port, 1), nprocs=2, timeout=400)
-    assert live_children() == []
-    assert not ddp.port_in_use(port)
-
-
-def test_a_missing_rank_fails_after_the_timeout_instead_of_hanging():
-    with pytest.raises(tmp.ProcessRaisedException, match="(?i)timed out|timeout"):
-        spawn_with_deadline(ddp.join_group, args=(2, ddp.free_port(), 3.0), nprocs=1, timeout=400)
-
-
-def test_torchrun_script_reaches_the_same_parameters():
-    run = ddp.run_torchrun(2, timeout=400)
-    assert run["returncode"] == 0, run["output"][-2000:]
-    assert run["env"]["WORLD_SIZE"] == "2" and run["env"]["RANK"] == "0"
-    reference = ddp.train_single(2 * ddp.CONFIG["batch_size"])
-    assert ddp.max_param_difference(run["state"], reference["state"]) < 1e-5
-    assert run["output"].count("100%") >= 1  # rank 0's progress bar
-
-
-def test_torchrun_command_names_a_loopback_endpoint():
-    command = ddp.torchrun_command(2, 12345, "/tmp/out")
-    assert "--rdzv-endpoint=127.0.0.1:12345" in command
-    assert command[-4:] == ["--out", "/tmp/out", "--backend", ddp.CONFIG["backend"]]
-
-
-def test_plot_world_size_widget_callback():
-    summary = ddp.plot_world_size(1)
-    assert summary["world_size"] == 1
-    assert (
-        summary["steps_per_rank"] == ddp.CONFIG["epochs"] * ddp.CONFIG["n_train"] // ddp.CONFIG["batch_size"]
-    )
-    with pytest.raises(ValueError, match="1, 2 or 3"):
-        ddp.plot_world_size(4)
-
-
-def _train_ddp_processes() -> list[str]:
-    """Every process on the machine running scripts/train_ddp.py (torchrun's workers included)."""
+def _processes_running(marker: str) -> list[str]:
+    """Every process on the machine whose command line contains ``marker`` (torchrun's workers run
+    in sessions of their own: once orphaned they are no child of ours)."""
     import psutil
 
     found = []
     for process in psutil.process_iter(["pid", "cmdline"]):
         cmdline = " ".join(process.info["cmdline"] or [])
-        if str(ddp.SCRIPT) in cmdline:
+        if marker in cmdline:
             found.append(f"pid {process.info['pid']}: {cmdline[:160]}")
     return found
 
 
-# 2 s: only the agent is up. 4 s: on a 2-core machine its workers have just started and wait on its
-# store; when only the agent's process group was killed, they held our pipe for over 100 s.
-@pytest.mark.parametrize("timeout", [2, 4])
-def test_torchrun_past_its_timeout_is_killed_with_its_workers(timeout):
-    import subprocess
-
+# 4 s: on a 2-core machine the workers have just started and wait on the agent's store; when only
+# the agent's process group was killed, they held our pipe for over 100 s.
+def test_torchrun_past_its_timeout_is_killed_with_its_workers(tmp_path):
+    marker = str(tmp_path / "never.pt")
     start = time.monotonic()
     with pytest.raises(subprocess.TimeoutExpired):
-        ddp.run_torchrun(2, timeout=timeout)
-    # The workers run in sessions of their own: once orphaned they are no child of ours, so look
-    # for them everywhere.
-    assert _train_ddp_processes() == []
+        run_torchrun(torchrun_command(2, "-m", "helpers.ddp", "--snapshot", marker), timeout=4)
+    assert _processes_running(marker) == []
     assert live_children() == []
-    assert time.monotonic() - start < timeout + 30
+    assert time.monotonic() - start < 4 + 30
+    assert not os.path.exists(marker)
+
+
+def test_explore_world_size_is_the_widget_callback():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    summary = ddp.explore_world_size(1)
+    assert summary["world_size"] == 1 and summary["steps_per_rank_and_epoch"] == 1536 // ddp.BATCH_SIZE
+    assert summary["difference"] < 1e-5 and summary["wall_seconds"] > 0
+    with pytest.raises(ValueError, match="1, 2 or 3"):
+        ddp.explore_world_size(4)

@@ -1,4 +1,5 @@
-"""helpers.hogwild: data, model, the worker, Hogwild runs under every start method, the race, the CLI."""
+"""helpers.hogwild: the worker notebook 05 shows, its launch under every start method, the race,
+the measurements and the command line."""
 
 from __future__ import annotations
 
@@ -9,134 +10,145 @@ import sys
 import matplotlib
 import pytest
 import torch
+import torch.multiprocessing as mp
 
-import helpers.hogwild as hw
-from helpers.launch import WorkerFailed
+from helpers import hogwild
+from helpers.digits import accuracy, load_digits_split, make_model
+from helpers.processes import live_children
 from tests.workers import METHODS
 
 matplotlib.use("Agg")
+pytestmark = pytest.mark.timeout(600)  # spawn children import torch: slow on a busy machine
 
 
 @pytest.fixture(scope="module")
 def data():
-    return hw.load_digits_split()
+    return load_digits_split()
 
 
-def test_split_is_fixed_and_stratified(data):
-    again = hw.load_digits_split()
-    assert torch.equal(data.x_test, again.x_test) and torch.equal(data.y_train, again.y_train)
-    assert 0.0 <= data.x_train.min() and data.x_train.max() <= 1.0
-    assert sorted(data.y_test.unique().tolist()) == list(range(10))
-
-
-def test_model_weights_depend_only_on_the_seed():
-    a, b, c = hw.make_model(1), hw.make_model(1), hw.make_model(2)
-    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters(), strict=True))
+def test_the_worker_trains_the_model_it_is_given_in_place_and_reproducibly(data):
+    x, y, _, _ = data
+    threads = torch.get_num_threads()
+    try:
+        a, b, c = (make_model(hidden=hogwild.HIDDEN) for _ in range(3))
+        before = a[0].weight.clone()
+        hogwild.train_worker(0, a, x, y, steps=5)
+        hogwild.train_worker(0, b, x, y, steps=5)
+        hogwild.train_worker(1, c, x, y, steps=5)  # rank 1: seed + 1, other batches
+        assert torch.get_num_threads() == 1, "the worker sets its thread count"
+    finally:
+        torch.set_num_threads(threads)
+    assert not torch.equal(before, a[0].weight)
+    assert torch.equal(a[0].weight, b[0].weight)
     assert not torch.equal(a[0].weight, c[0].weight)
 
 
-def test_evaluate_counts_correct_predictions(data):
-    model = hw.make_model()
-    predicted = model(data.x_test).argmax(dim=1)
-    assert hw.evaluate(model, data.x_test, predicted) == 1.0
+@pytest.mark.parametrize("method", METHODS)
+def test_the_notebook_launch_trains_the_shared_model_under_every_start_method(method, data):
+    x, y, x_test, y_test = data
+    hogwild.warm_up_optimizer()
+    model = make_model(hidden=hogwild.HIDDEN).share_memory()
+    ctx = mp.get_context(method)
+    steps = 10 * len(x) // (2 * hogwild.BATCH_SIZE)  # 10 epochs in all
+    workers = [ctx.Process(target=hogwild.train_worker, args=(r, model, x, y, steps)) for r in range(2)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=300)
+    assert [w.exitcode for w in workers] == [0, 0]
+    assert accuracy(model, x_test, y_test) > 0.8
 
 
-def test_worker_reports_progress_then_done(data):
-    reports = queue.SimpleQueue()
-    model = hw.make_model()
-    before = model[0].weight.clone()
-    hw.train_worker(0, model, data, steps=10, lr=0.05, seed=0, threads=1, reports=reports, report_every=5)
-    messages = [reports.get() for _ in range(reports.qsize())]
-    kinds = [m[0] for m in messages]
-    assert kinds.count("loss") == 2 and kinds[-1] == "done" and "acc" in kinds
-    assert messages[-1][2] == 10 * hw.BATCH_SIZE
-    assert not torch.equal(before, model[0].weight), "the worker updates the model it was given in place"
+def test_timed_worker_wraps_train_worker_and_reports_its_times(data):
+    assert hogwild.timed_worker.__wrapped__ is hogwild.train_worker
+    results = queue.SimpleQueue()
+    threads = torch.get_num_threads()
+    try:
+        hogwild.timed_worker(3, results, make_model(), data[0], data[1], 2)
+    finally:
+        torch.set_num_threads(threads)
+    rank, start, end = results.get_nowait()
+    assert rank == 3 and start <= end
 
 
 @pytest.mark.parametrize("method", METHODS)
-def test_train_runs_under_every_start_method(method, data):
-    seen = []
-    history = hw.train(nprocs=2, epochs=2, method=method, data=data, on_report=seen.append)
-    assert sorted(history.workers) == [0, 1] and sorted(history.losses) == [0, 1]
-    assert history.samples == 2 * hw._steps(2, len(data.x_train), 2) * hw.BATCH_SIZE
-    assert history.accuracies and history.steady > 0 and history.wall > 0
-    assert [m for m in seen if m[0] == "done"] and 0 <= history.test_accuracy <= 1
+def test_run_hogwild_measures_a_run_under_every_start_method(method):
+    run = hogwild.run_hogwild(nprocs=2, epochs=2, method=method)
+    assert run["label"] == f"2 proc x 1 thr {method}" and run["nprocs"] == 2
+    assert run["steady"] > 0 and run["wall"] > 0 and 0.0 <= run["accuracy"] <= 1.0
+    assert live_children() == []
 
 
-def test_hogwild_converges(data):
-    history = hw.train(nprocs=2, epochs=10, data=data, method=METHODS[0])
-    assert history.test_accuracy > 0.8, history.summary()
+def test_run_hogwild_refuses_threads_under_fork_and_cleans_up_on_a_timeout():
+    if "fork" in METHODS:
+        with pytest.raises(ValueError, match="OpenMP"):
+            hogwild.run_hogwild(2, 1, method="fork", threads=2)
+    with pytest.raises(queue.Empty):
+        hogwild.run_hogwild(2, 1, method="spawn", timeout=0.01)  # no spawn child starts that fast
+    assert live_children() == []
 
 
-def test_locked_variant_trains_too(data):
-    history = hw.train(nprocs=2, epochs=2, lock=True, data=data, method=METHODS[0])
-    assert history.label.endswith("locked") and len(history.workers) == 2
-
-
-def test_a_failing_worker_surfaces_its_traceback(data):
-    with pytest.raises(WorkerFailed, match="Invalid learning rate"):
-        hw.train(nprocs=2, epochs=1, lr=-1.0, data=data, method=METHODS[0])
-
-
-@pytest.mark.parametrize(
-    "kwargs, message",
-    [
-        ({"nprocs": 0}, "nprocs"),
-        ({"threads": 0}, "threads"),
-        ({"epochs": 0}, "epochs"),
-        ({"device": "cuda", "method": "fork"}, "spawn"),
-        ({"threads": 2, "method": "fork"}, "OpenMP"),
-    ],
-)
-def test_train_refuses_bad_input(kwargs, message, data):
-    if kwargs.get("method") == "fork" and "fork" not in METHODS:
-        pytest.skip("no fork here")
-    with pytest.raises(ValueError, match=message):
-        hw.train(data=data, **kwargs)
-
-
-def test_train_single_restores_threads_and_rng(data):
+def test_run_single_restores_threads_and_rng():
     threads = torch.get_num_threads()
     torch.manual_seed(123)
     expected = torch.rand(1)
     torch.manual_seed(123)
-    history = hw.train_single(epochs=1, threads=1, data=data)
+    run = hogwild.run_single(epochs=1, threads=1)
     assert torch.get_num_threads() == threads and torch.equal(torch.rand(1), expected)
-    assert history.nprocs == 1 and history.wall > 0 and history.losses[0]
+    assert run["nprocs"] == 1 and run["steady"] > 0
+    with pytest.raises(ValueError, match="epochs"):
+        hogwild.run_single(epochs=0)
+
+
+def _adds(method: str, lock: bool) -> int:
+    """The notebook's race, launched as its cell launches it; returns the increments lost."""
+    ctx = mp.get_context(method)
+    counter = torch.zeros(10_000).share_memory_()
+    line_up = ctx.Barrier(2)
+    step_lock = ctx.Lock() if lock else None
+    adders = [
+        ctx.Process(target=hogwild.add_ones, args=(r, counter, 20, step_lock, line_up)) for r in range(2)
+    ]
+    for adder in adders:
+        adder.start()
+    for adder in adders:
+        adder.join(timeout=300)
+    assert [a.exitcode for a in adders] == [0, 0]
+    return int((40 - counter.double()).sum())
 
 
 @pytest.mark.parametrize("method", METHODS)
 def test_locked_adds_lose_nothing(method):
-    assert hw.lost_updates(nprocs=2, adds=20, size=10_000, lock=True, method=method) == 0
+    assert _adds(method, lock=True) == 0
 
 
 def test_unlocked_adds_lose_some_or_none_but_never_gain():
-    assert hw.lost_updates(nprocs=2, adds=20, size=10_000, method=METHODS[0]) >= 0
+    assert _adds(METHODS[0], lock=False) >= 0
 
 
-def test_plot_history_draws_one_line_per_worker(data):
-    history = hw.train(nprocs=2, epochs=1, data=data, method=METHODS[0])
-    fig = hw.plot_history(history)
-    assert len(fig.axes[0].lines) == 2 and len(fig.axes[1].lines) == 1
+def test_measure_speedup_reports_medians_and_the_load(capsys):
+    result = hogwild.measure_speedup(epochs=1, repeats=1, method=METHODS[0])
+    assert result["best_threads"] in (1, 2) and len(result["load_before"]) == 3
+    assert result["steady_speedup"] == result["hogwild_steady"] / result["single_steady"]
+    assert "load average" in capsys.readouterr().out
 
 
 def test_explore_is_the_widget_callback():
-    history = hw.explore(nprocs=2, lr=0.1, epochs=1)
-    assert history.nprocs == 2
-    with pytest.raises(ValueError, match="1-4 processes"):
-        hw.explore(nprocs=9)
+    assert hogwild.explore(1)["nprocs"] == 1
+    with pytest.raises(ValueError, match="1 to 4"):
+        hogwild.explore(nprocs=9)
 
 
 def test_cli_help_and_a_spawn_run_as_a_script():
     help_text = subprocess.run(
         [sys.executable, "-m", "helpers.hogwild", "--help"], capture_output=True, text=True, timeout=60
     )
-    assert help_text.returncode == 0 and "--nprocs" in help_text.stdout
+    assert help_text.returncode == 0 and "--repeats" in help_text.stdout
     run = subprocess.run(
-        [sys.executable, "-m", "helpers.hogwild", "--epochs", "1", "--method", "spawn"],
+        [sys.executable, "-m", "helpers.hogwild", "--epochs", "1", "--repeats", "1", "--method", "spawn"],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=400,
     )
     assert run.returncode == 0, run.stderr
-    assert "2 proc x 1 thr spawn" in run.stdout
+    assert "2 Hogwild workers (spawn)" in run.stdout and "steady state:" in run.stdout

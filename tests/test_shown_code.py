@@ -2,7 +2,8 @@
 
 For each notebook, every ``helpers`` callable that a code cell hands to another process (a
 ``target=``, the function given to ``mp.spawn``/``start_processes``/a ``helpers`` launcher, a Pool
-method, a ``worker_init_fn``, a Dataset class given to a DataLoader) must have been displayed with
+method, a ``worker_init_fn``, a Dataset class given to a DataLoader, the ``main`` of a module run as
+``-m helpers.X`` in a torchrun or python command line) must have been displayed with
 ``show_source`` earlier in the notebook. A thin wrapper passes when the function it wraps
 (``__wrapped__``) was displayed. Every displayed function is short enough to learn from memory.
 """
@@ -49,10 +50,7 @@ LONGER_SHOWN = {"helpers.ddp.train": 40}
 
 # Notebooks not yet rebuilt around shown code; each is removed as its issue lands (strict: a
 # notebook listed here that already passes fails the test, so the list cannot go stale).
-NOT_YET_SHOWN: set[str] = {
-    "05_hogwild.ipynb",
-    "06_ddp_mp_spawn.ipynb",
-}
+NOT_YET_SHOWN: set[str] = set()
 
 
 def _cell_tree(source: str) -> ast.Module:
@@ -129,6 +127,29 @@ def _handed_off(call: ast.Call) -> list[ast.AST]:
     return handed
 
 
+def _module_entries(node: ast.AST) -> list[str]:
+    """``"-m", "helpers.X"`` in a list, tuple or call arguments (a torchrun or python command line):
+    that process runs ``helpers.X``'s ``main``, so the notebook must show ``helpers.X.main``."""
+    elements = (
+        node.elts
+        if isinstance(node, ast.List | ast.Tuple)
+        else node.args
+        if isinstance(node, ast.Call)
+        else []
+    )
+    entries = []
+    for flag, module in zip(elements, elements[1:], strict=False):
+        if (
+            isinstance(flag, ast.Constant)
+            and flag.value == "-m"
+            and isinstance(module, ast.Constant)
+            and isinstance(module.value, str)
+            and module.value.split(".")[0] == "helpers"
+        ):
+            entries.append(f"{module.value}.main")
+    return entries
+
+
 def notebook_findings(path: Path) -> tuple[list[str], list[str]]:
     """(workers started before they were shown, shown objects too long to learn) for one notebook.
 
@@ -143,6 +164,10 @@ def notebook_findings(path: Path) -> tuple[list[str], list[str]]:
             ast.walk(tree), key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0))
         ):
             scope.bind_imports(node)
+            for dotted in _module_entries(node):
+                obj = _object(dotted)
+                if obj is None or id(obj) not in shown and id(getattr(obj, "__wrapped__", None)) not in shown:
+                    unshown.append(f"code cell {index}: {dotted} (python -m {dotted.rsplit('.', 1)[0]})")
             if not isinstance(node, ast.Call):
                 continue
             plain += _call_name(node) in PLAIN_LAUNCHES
@@ -213,3 +238,18 @@ def test_the_check_rejects_hidden_launches_and_long_listings(tmp_path):
     assert unshown and "plain API" in unshown[0]
     lines = len(inspect.getsource(check_importable).splitlines())
     assert too_long == ([f"helpers.launch.check_importable: {lines} lines"] if lines > SHOWN_LINES else [])
+
+
+def test_the_check_finds_an_unshown_module_entry_in_a_command_line(tmp_path):
+    unshown, _ = _probe(
+        tmp_path,
+        IMPORTS + "\nimport sys",
+        "command = [sys.executable, '-m', 'torch.distributed.run', '-m', 'helpers.ddp', '--epochs', '1']",
+        "from helpers import ddp\nshow_source(ddp.main)",
+        "command = [sys.executable, '-m', 'helpers.ddp', '--snapshot', 's.pt']",
+    )
+    assert unshown == [
+        "code cell 1: helpers.ddp.main (python -m helpers.ddp)",
+        "no code cell starts a process with the plain API "
+        "(['DataLoader', 'Pool', 'Process', 'spawn', 'start_processes'])",
+    ]
