@@ -35,6 +35,11 @@ def _spawn_train(snapshot: Path, epochs: int = ddp.EPOCHS, world_size: int = 2) 
     return torch.load(snapshot, weights_only=True)
 
 
+def _tolerance(world_size: int) -> float:
+    """DDP against the CPU reference: float32 rounding on CPU; GPU kernels (nccl path) round differently."""
+    return 1e-4 if torch.cuda.device_count() >= world_size else 1e-5
+
+
 def _assert_same_weights(a: dict, b: dict) -> None:
     assert a.keys() == b.keys()
     for key in a:
@@ -69,7 +74,7 @@ def test_train_snapshots_the_last_epoch_with_model_and_optimizer(notebook_run):
 
 def test_two_ranks_with_batch_b_match_one_process_with_batch_2b(notebook_run):
     reference = ddp.train_single(2 * ddp.BATCH_SIZE)
-    assert ddp.max_param_difference(notebook_run["model"], reference) < 1e-5
+    assert ddp.max_param_difference(notebook_run["model"], reference) < _tolerance(2)
     wrong_batch = ddp.train_single(ddp.BATCH_SIZE)  # the same samples, half the batch: far off
     assert ddp.max_param_difference(notebook_run["model"], wrong_batch) > 1e-2
 
@@ -114,6 +119,7 @@ from torch.utils.data.distributed import DistributedSampler
 from helpers.digits import load_digits_split, make_model
 
 EPOCHS, BATCH_SIZE, LR, SEED = {ddp.EPOCHS!r}, {ddp.BATCH_SIZE!r}, {ddp.LR!r}, {ddp.SEED!r}
+TIMEOUT = timedelta(seconds={ddp.TIMEOUT.total_seconds()!r})
 
 
 """
@@ -240,6 +246,6 @@ def test_explore_world_size_is_the_widget_callback():
     matplotlib.use("Agg")
     summary = ddp.explore_world_size(1)
     assert summary["world_size"] == 1 and summary["steps_per_rank_and_epoch"] == 1536 // ddp.BATCH_SIZE
-    assert summary["difference"] < 1e-5 and summary["wall_seconds"] > 0
+    assert summary["difference"] < _tolerance(1) and summary["wall_seconds"] > 0
     with pytest.raises(ValueError, match="1, 2 or 3"):
         ddp.explore_world_size(4)
