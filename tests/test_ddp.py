@@ -161,6 +161,20 @@ def test_the_module_runs_under_torchrun_as_notebook_06_runs_it(notebook_run, tmp
     )
 
 
+def test_the_module_spawns_its_ranks_itself_without_torchrun(notebook_run, tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "helpers.ddp", "--snapshot", "snapshot.pt", "--nprocs", "2"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    _assert_same_weights(
+        torch.load(tmp_path / "snapshot.pt", weights_only=True)["model"], notebook_run["model"]
+    )
+
+
 def test_collectives_give_every_rank_the_same_answers():
     results = mp.get_context("spawn").SimpleQueue()
     mp.spawn(ddp.collectives, args=(2, ddp.free_port(), results), nprocs=2)
