@@ -221,7 +221,7 @@ def run_single(epochs: float, threads: int = 1, seed: int = 0) -> dict:
     }
 
 
-def measure_speedup(epochs: float = 30, repeats: int = 5, method: str = "fork", nprocs: int = 2) -> dict:
+def measure_speedup(epochs: float = 150, repeats: int = 5, method: str = "fork", nprocs: int = 2) -> dict:
     """Hogwild with ``nprocs`` workers against the best single process: medians of interleaved runs.
 
     First a short probe picks the faster single process (1 or 2 threads); then ``repeats`` rounds,
@@ -303,7 +303,7 @@ def explore(nprocs: int = 2) -> dict:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    """Command line: ``python -m helpers.hogwild [--epochs 30] [--repeats 5] [--method fork]``.
+    """Command line: ``python -m helpers.hogwild [--epochs 150] [--repeats 5] [--method fork]``.
 
     Runs :func:`measure_speedup`. For an idle 2-core measurement on a bigger machine, pin it:
     ``taskset -c 0,1 python -m helpers.hogwild``.
@@ -317,7 +317,10 @@ def main(argv: list[str] | None = None) -> dict:
         prog="python -m helpers.hogwild", description=measure_speedup.__doc__.splitlines()[0]
     )
     parser.add_argument(
-        "--epochs", type=float, default=30, help="passes over the training set, all workers together"
+        "--epochs",
+        type=float,
+        default=150,
+        help="passes over the training set, all workers together (runs of seconds: shorter ones are noisy)",
     )
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument(

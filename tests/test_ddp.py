@@ -6,7 +6,6 @@ Each launch of ranks costs seconds (spawn children import torch), so one module-
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import sys
@@ -33,6 +32,11 @@ def _spawn_train(snapshot: Path, epochs: int = ddp.EPOCHS, world_size: int = 2) 
     mp.spawn(ddp.train, args=(world_size, str(snapshot), port, epochs), nprocs=world_size)
     assert not ddp.port_in_use(port)
     return torch.load(snapshot, weights_only=True)
+
+
+def _tolerance(world_size: int) -> float:
+    """DDP against the CPU reference: float32 rounding on CPU; GPU kernels (nccl path) round differently."""
+    return 1e-4 if torch.cuda.device_count() >= world_size else 1e-5
 
 
 def _assert_same_weights(a: dict, b: dict) -> None:
@@ -69,7 +73,7 @@ def test_train_snapshots_the_last_epoch_with_model_and_optimizer(notebook_run):
 
 def test_two_ranks_with_batch_b_match_one_process_with_batch_2b(notebook_run):
     reference = ddp.train_single(2 * ddp.BATCH_SIZE)
-    assert ddp.max_param_difference(notebook_run["model"], reference) < 1e-5
+    assert ddp.max_param_difference(notebook_run["model"], reference) < _tolerance(2)
     wrong_batch = ddp.train_single(ddp.BATCH_SIZE)  # the same samples, half the batch: far off
     assert ddp.max_param_difference(notebook_run["model"], wrong_batch) > 1e-2
 
@@ -114,6 +118,7 @@ from torch.utils.data.distributed import DistributedSampler
 from helpers.digits import load_digits_split, make_model
 
 EPOCHS, BATCH_SIZE, LR, SEED = {ddp.EPOCHS!r}, {ddp.BATCH_SIZE!r}, {ddp.LR!r}, {ddp.SEED!r}
+TIMEOUT = timedelta(seconds={ddp.TIMEOUT.total_seconds()!r})
 
 
 """
@@ -150,6 +155,20 @@ def test_the_module_runs_under_torchrun_as_notebook_06_runs_it(notebook_run, tmp
     command = torchrun_command(2, "-m", "helpers.ddp", "--snapshot", "snapshot.pt")
     done = run_torchrun(command, timeout=400, cwd=tmp_path)
     assert done.returncode == 0, done.stdout[-3000:]
+    _assert_same_weights(
+        torch.load(tmp_path / "snapshot.pt", weights_only=True)["model"], notebook_run["model"]
+    )
+
+
+def test_the_module_spawns_its_ranks_itself_without_torchrun(notebook_run, tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "helpers.ddp", "--snapshot", "snapshot.pt", "--nprocs", "2"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
     _assert_same_weights(
         torch.load(tmp_path / "snapshot.pt", weights_only=True)["model"], notebook_run["model"]
     )
@@ -227,11 +246,11 @@ def test_torchrun_past_its_timeout_is_killed_with_its_workers(tmp_path):
     marker = str(tmp_path / "never.pt")
     start = time.monotonic()
     with pytest.raises(subprocess.TimeoutExpired):
-        run_torchrun(torchrun_command(2, "-m", "helpers.ddp", "--snapshot", marker), timeout=4)
+        command = torchrun_command(2, "-m", "helpers.ddp", "--snapshot", marker, "--epochs", "100000")
+        run_torchrun(command, timeout=4)
     assert _processes_running(marker) == []
     assert live_children() == []
     assert time.monotonic() - start < 4 + 30
-    assert not os.path.exists(marker)
 
 
 def test_explore_world_size_is_the_widget_callback():
@@ -240,6 +259,6 @@ def test_explore_world_size_is_the_widget_callback():
     matplotlib.use("Agg")
     summary = ddp.explore_world_size(1)
     assert summary["world_size"] == 1 and summary["steps_per_rank_and_epoch"] == 1536 // ddp.BATCH_SIZE
-    assert summary["difference"] < 1e-5 and summary["wall_seconds"] > 0
+    assert summary["difference"] < _tolerance(1) and summary["wall_seconds"] > 0
     with pytest.raises(ValueError, match="1, 2 or 3"):
         ddp.explore_world_size(4)
