@@ -16,7 +16,7 @@ environments), then runs your function in two real torchrun agents on this machi
 
 Check with::
 
-    from helpers.checkers_ex09 import check_ex09; check_ex09()
+    from helpers.checkers import check_ex09; check_ex09()
 """
 
 from __future__ import annotations

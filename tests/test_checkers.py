@@ -38,7 +38,15 @@ WRONG_ANSWERS = [
     ("ex07", "ex07_ignores_main_process", "get_worker_info() returns None"),
     ("ex08", "ex08_not_exitcode", "`exitcode is None` first"),
     ("ex08", "ex08_negative_as_error", "signal.Signals(n).name"),
+    ("ex09", "ex09_local_rank_as_rank", "LOCAL_RANK starts again from 0 on every node"),
+    ("ex09", "ex09_node_world_size", "LOCAL_WORLD_SIZE counts one node's workers"),
+    ("ex09", "ex09_device_by_rank", "pick the GPU with LOCAL_RANK"),
+    ("ex09", "ex09_writer_per_node", "one writer per node"),
 ]
+
+# What a pass must end with where the check has a second stage (ex09: real torchrun agents, run
+# only once the made-up clusters are right).
+PASS_PHRASE = {"ex09": "in two real torchrun agents: the 2 workers' answers match torchrun's variables"}
 
 # Faster settings for the tests: shorter deadlines for the deadlock/hang checks (the defaults leave
 # room for a slow learner machine), and fork for the wrong answers whose mistake fork shows as well
@@ -65,6 +73,7 @@ def test_checker_accepts_the_reference_solution(name):
     result = _check(name[:4], f"solutions.{name}")
     assert result.passed, str(result)
     assert result.feedback, "a pass says what was verified"
+    assert PASS_PHRASE.get(name[:4], "") in result.feedback[-1], str(result)
 
 
 @pytest.mark.parametrize("name", EXERCISE_MODULES)

@@ -10,7 +10,8 @@ notebook that calls a checker still runs top to bottom. Nothing is left running 
 Pass another module name to check it instead (the reference solutions live in ``solutions``).
 
 The package is a small core (:mod:`helpers.checkers.core`: the result, the report, running the
-learner's code bounded in a child) and one module per exercise, named like its file in ``exercises/``.
+learner's code bounded in a child) and one module per exercise, named like its file in ``exercises/``
+(exercise 09's torchrun workers run the private ``helpers.checkers._ex09_worker``).
 
 Example::
 
@@ -36,6 +37,7 @@ from helpers.checkers.ex05_hogwild import check_ex05, regression_batch
 from helpers.checkers.ex06_distributed_sampler import check_ex06
 from helpers.checkers.ex07_iterable_sharding import check_ex07
 from helpers.checkers.ex08_exit_codes import check_ex08
+from helpers.checkers.ex09_node_roles import check_ex09
 
 __all__ = [
     "CheckResult",
@@ -51,6 +53,7 @@ __all__ = [
     "check_ex06",
     "check_ex07",
     "check_ex08",
+    "check_ex09",
     "CHECKERS",
 ]
 
@@ -64,5 +67,6 @@ CHECKERS: dict[str, Callable[..., CheckResult]] = {
     "ex06": check_ex06,
     "ex07": check_ex07,
     "ex08": check_ex08,
+    "ex09": check_ex09,
 }
 """Every checker by exercise id, e.g. ``CHECKERS["ex02"]()`` checks ``exercises/ex02_shared_tensor.py``."""
