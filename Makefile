@@ -33,13 +33,16 @@ lint: $(STAMP)
 	$(PY) -m ruff format --check .
 
 # Unit tests, the docstring examples in helpers/ and tests/, every notebook under nbmake, and every
-# notebook run in JupyterLab in headless Chromium (tests/e2e, marker `browser`): on every core
-# (pytest-xdist, WORKERS of them), then the tests that measure time (marker `serial`, conftest.py) on
-# their own. Each session checks for leftover child processes and /dev/shm entries (conftest.py);
-# the repository and /dev/shm must be as clean afterwards as before. The time of each stage is
-# printed at the end (scripts/stage_time.py).
-WORKERS ?= auto
-XDIST := -n $(WORKERS) --maxprocesses=4 --dist worksteal
+# notebook run in JupyterLab in headless Chromium (tests/e2e, marker `browser`), in WORKERS
+# pytest-xdist workers: twice as many as CPUs, at most 8 (most tests wait on child processes and
+# kernels; a run takes about half a CPU-second per second). Each test module, notebook and helpers
+# module goes to one worker as a whole (--dist loadscope: one JupyterLab for the browser test). Then
+# the tests that assert on measured time (marker `serial`, conftest.py) on their own. Each session
+# checks for leftover child processes and /dev/shm entries (conftest.py); the repository and
+# /dev/shm must be as clean afterwards as before. The time of each stage is printed at the end
+# (scripts/stage_time.py).
+WORKERS ?= $(shell $(PYTHON) -c "import os; print(min(8, 2 * (os.cpu_count() or 1)))")
+XDIST := -n $(WORKERS) --dist loadscope
 SUITE := tests helpers notebooks --doctest-modules --nbmake --nbmake-timeout=$(CELL_TIMEOUT)
 TIMES := $(VENV)/stage-times
 TIMED := $(PYTHON) scripts/stage_time.py $(TIMES)
@@ -49,7 +52,7 @@ test:
 	@$(TIMED) install $(MAKE) --no-print-directory setup
 	@$(TIMED) lint $(MAKE) --no-print-directory lint
 	@$(PY) scripts/clean_check.py save $(VENV)/clean-check
-	@$(TIMED) "pytest, all cores" $(PY) -m pytest $(SUITE) $(XDIST) -m "not serial" --durations=25
+	@$(TIMED) "pytest, $(WORKERS) workers" $(PY) -m pytest $(SUITE) $(XDIST) -m "not serial" --durations=25
 	@$(TIMED) "pytest, serial" $(PY) -m pytest $(SUITE) -m serial --durations=10
 	@$(TIMED) "clean check" $(PY) scripts/clean_check.py compare $(VENV)/clean-check
 	@$(TIMED) --report
@@ -78,7 +81,7 @@ html: $(STAMP)
 test-spawn test-forkserver: test-%: $(STAMP)
 	@rm -f $(TIMES)
 	@$(PY) scripts/clean_check.py save $(VENV)/clean-check
-	@MP_DEFAULT_START_METHOD=$* $(TIMED) "pytest $*, all cores" \
+	@MP_DEFAULT_START_METHOD=$* $(TIMED) "pytest $*, $(WORKERS) workers" \
 		$(PY) -m pytest $(SUITE) $(XDIST) --default-dependent-only -m "not browser and not serial"
 	@MP_DEFAULT_START_METHOD=$* $(TIMED) "pytest $*, serial" \
 		$(PY) -m pytest $(SUITE) --default-dependent-only -m "not browser and serial"

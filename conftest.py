@@ -30,8 +30,9 @@ from helpers.kernel_client import late_replies, poll_in_slices
 from helpers.portability import apply_forced_start_method, make_ipython_dir
 from helpers.processes import dev_shm_entries, live_children
 
-# Which tests depend on the default start method (measured; `make test-spawn` repeats only those).
-pytest_plugins = ["tests.start_method_probe"]
+# Which tests depend on the default start method (measured; `make test-spawn` repeats only those);
+# the browser test's screenshots and summary lines.
+pytest_plugins = ["tests.start_method_probe", "tests.e2e.report"]
 
 
 def pytest_configure(config):
@@ -72,39 +73,37 @@ def pytest_terminal_summary(terminalreporter):
 
 
 def leftover_children(grace: float = 5.0) -> list[str]:
-    """Children (multiprocessing's infrastructure and session-long processes aside) still alive after
-    ``grace`` seconds."""
+    """Children (multiprocessing's infrastructure and long-lived fixture processes aside) still alive
+    after ``grace`` seconds."""
     deadline = time.monotonic() + grace
     while True:
-        left = [
-            f"pid {c.pid}: {' '.join(c.cmdline())[:200]}" for c in live_children() if not _session_long(c)
-        ]
+        left = [f"pid {c.pid}: {' '.join(c.cmdline())[:200]}" for c in live_children() if not _long_lived(c)]
         if not left or time.monotonic() > deadline:
             return left
         time.sleep(0.1)
 
 
-# pid -> whether its descendants are exempt too: processes a session-scoped fixture keeps for many
-# tests (tests/e2e: one JupyterLab server, one Chromium). Gone before the session's own check.
-_SESSION_LONG: dict[int, bool] = {}
+# pid -> whether its descendants are exempt too: processes a module-scoped fixture keeps for the
+# module's tests (tests/e2e: one JupyterLab server, one Chromium). Gone before the next module.
+_LONG_LIVED: dict[int, bool] = {}
 
 
-def _session_long(child) -> bool:
+def _long_lived(child) -> bool:
     import psutil
 
-    if child.pid in _SESSION_LONG:
+    if child.pid in _LONG_LIVED:
         return True
     try:
-        return any(_SESSION_LONG.get(parent.pid) for parent in child.parents())
+        return any(_LONG_LIVED.get(parent.pid) for parent in child.parents())
     except psutil.Error:
         return False
 
 
 @pytest.fixture(scope="session")
-def session_long_processes():
-    """Register a process a session fixture keeps alive across tests, so the per-test leak check
-    passes over it: ``session_long_processes[pid] = with_descendants``. Delete it when it stops."""
-    return _SESSION_LONG
+def long_lived_processes():
+    """Register a process a module-scoped fixture keeps alive across its tests, so the per-test leak
+    check passes over it: ``long_lived_processes[pid] = with_descendants``. Delete it when it stops."""
+    return _LONG_LIVED
 
 
 # pytest-timeout's default (pyproject.toml) suits a unit test; a notebook is one test item made of

@@ -6,10 +6,12 @@ them moved, and its output changes), plots rendered as images. Select with ``-m 
 leave out with ``-m 'not browser'``. Screenshots go to a temporary directory (printed at the end
 of the session, with one line per notebook).
 
-One JupyterLab server and one Chromium serve every notebook of the session (starting them took
-about as long as running a short notebook); each test gets its own copy of the notebooks folder, a
-fresh JupyterLab workspace and browser context, and must leave no kernel (nor anything a kernel
-started) behind when its notebook is closed.
+One JupyterLab server and one Chromium serve every notebook of this module (starting them took about
+as long as running a short notebook); under pytest-xdist the module's tests run together on one
+worker (``--dist loadscope``; pytest 9 ignores xdist 3.8's ``xdist_group``), and the server and
+browser stop after its last test, so no other test shares a process with them. Each test gets its
+own copy of the notebooks folder, a fresh JupyterLab workspace and browser context, and must leave
+no kernel (nor anything a kernel started) behind when its notebook is closed.
 """
 
 from __future__ import annotations
@@ -172,9 +174,9 @@ def _children() -> set[int]:
     return {c.pid for c in psutil.Process().children()}
 
 
-@pytest.fixture(scope="session")
-def browser(session_long_processes):
-    """Headless Chromium (or Chrome) driven by Playwright, one for the session; never downloaded."""
+@pytest.fixture(scope="module")
+def browser(long_lived_processes):
+    """Headless Chromium (or Chrome) driven by Playwright, one for the module; never downloaded."""
     executable = require_browser()
     try:
         from playwright.sync_api import sync_playwright
@@ -185,25 +187,25 @@ def browser(session_long_processes):
     before = _children()
     with sync_playwright() as playwright:
         driver = _new_children(before)  # Playwright's driver, parent of Chromium's processes
-        session_long_processes.update(dict.fromkeys(driver, True))
+        long_lived_processes.update(dict.fromkeys(driver, True))
         browser = playwright.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
         try:
             yield browser
         finally:
             browser.close()
             for pid in driver:
-                session_long_processes.pop(pid, None)
+                long_lived_processes.pop(pid, None)
 
 
-@pytest.fixture(scope="session")
-def lab(tmp_path_factory, session_long_processes):
-    """The project's JupyterLab, one for the session; its kernels are checked after every test."""
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory, long_lived_processes):
+    """The project's JupyterLab, one for the module; its kernels are checked after every test."""
     with lab_server(tmp_path_factory.mktemp("jupyterlab")) as server:
-        session_long_processes[server.process.pid] = False  # its descendants are not exempt
+        long_lived_processes[server.process.pid] = False  # its descendants are not exempt
         try:
             yield server
         finally:
-            session_long_processes.pop(server.process.pid, None)
+            long_lived_processes.pop(server.process.pid, None)
 
 
 @pytest.mark.timeout(RUN_TIMEOUT + 150)
