@@ -32,17 +32,33 @@ lint: $(STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 
-# Unit tests, the docstring examples in helpers/ and in the tooling under tests/ (kernel_client,
-# portability), every notebook under nbmake, and every notebook run in JupyterLab in headless
-# Chromium (tests/e2e, marker `browser`), in one pytest session so its leak checks (child processes,
-# /dev/shm) see everything. The repository must be as clean afterwards as before.
-test: lint
+# Unit tests, the docstring examples in helpers/ and tests/, every notebook under nbmake, and every
+# notebook run in JupyterLab in headless Chromium (tests/e2e, marker `browser`), in WORKERS
+# pytest-xdist workers: twice as many as CPUs, at most 8 (most tests wait on child processes and
+# kernels; a run takes about half a CPU-second per second). Each test module, notebook and helpers
+# module goes to one worker as a whole (--dist loadscope: one JupyterLab for the browser test). Then
+# the tests that assert on measured time (marker `serial`, conftest.py) on their own. Each session
+# checks for leftover child processes and /dev/shm entries (conftest.py); the repository and
+# /dev/shm must be as clean afterwards as before. The time of each stage is printed at the end
+# (scripts/stage_time.py).
+WORKERS ?= $(shell $(PYTHON) -c "import os; print(min(8, 2 * (os.cpu_count() or 1)))")
+XDIST := -n $(WORKERS) --dist loadscope
+SUITE := tests helpers notebooks --doctest-modules --nbmake --nbmake-timeout=$(CELL_TIMEOUT)
+TIMES := $(VENV)/stage-times
+TIMED := $(PYTHON) scripts/stage_time.py $(TIMES)
+
+test:
+	@rm -f $(TIMES)
+	@$(TIMED) install $(MAKE) --no-print-directory setup
+	@$(TIMED) lint $(MAKE) --no-print-directory lint
 	@$(PY) scripts/clean_check.py save $(VENV)/clean-check
-	$(PY) -m pytest tests helpers notebooks --doctest-modules --nbmake --nbmake-timeout=$(CELL_TIMEOUT) --durations=25
-	@$(PY) scripts/clean_check.py compare $(VENV)/clean-check
+	@$(TIMED) "pytest, $(WORKERS) workers" $(PY) -m pytest $(SUITE) $(XDIST) -m "not serial" --durations=25
+	@$(TIMED) "pytest, serial" $(PY) -m pytest $(SUITE) -m serial --durations=10
+	@$(TIMED) "clean check" $(PY) scripts/clean_check.py compare $(VENV)/clean-check
+	@$(TIMED) --report
 
 unit: $(STAMP)
-	$(PY) -m pytest tests helpers --doctest-modules -m "not browser"
+	$(PY) -m pytest tests helpers --doctest-modules -m "not browser" $(XDIST)
 
 # Only the browser test: every notebook run through JupyterLab's UI in Debian's Chromium
 # (`apt-get install chromium`; .ci/run installs it). Screenshots land in a temp dir it prints.
@@ -50,22 +66,31 @@ e2e: $(STAMP)
 	$(PY) -m pytest tests/e2e -m browser
 
 notebooks: $(STAMP)
-	$(PY) -m pytest notebooks --nbmake --nbmake-timeout=$(CELL_TIMEOUT)
+	$(PY) -m pytest notebooks --nbmake --nbmake-timeout=$(CELL_TIMEOUT) $(XDIST)
 
 # A static site of the series: executes every notebook (temp copies, per-cell timeout) and renders an
 # index page plus one HTML page per notebook, plots embedded, into _site/ (gitignored).
 html: $(STAMP)
 	PYTHONPATH=$(CURDIR) $(PY) scripts/build_site.py --out _site --timeout $(CELL_TIMEOUT)
-# Portability: the same session with the default start method forced (conftest.py applies
+# Portability: the suite again with the default start method forced (conftest.py applies
 # MP_DEFAULT_START_METHOD in the test process, and an IPython start-up file in every notebook
-# kernel, both from tests/portability.py), as on macOS/Windows (spawn) and Linux with Python 3.14+ (forkserver).
+# kernel, both from tests/portability.py), as on macOS/Windows (spawn) and Linux with Python 3.14+
+# (forkserver). Only what depends on
+# the default runs again (--default-dependent-only, tests/start_method_probe.py): every notebook and
+# the tests that the last plain run (`make test`) saw using the default; everything when there is no
+# such run yet. The browser test stays out. `make unit-spawn` / `unit-forkserver`: every unit test.
 test-spawn test-forkserver: test-%: $(STAMP)
+	@rm -f $(TIMES)
 	@$(PY) scripts/clean_check.py save $(VENV)/clean-check
-	MP_DEFAULT_START_METHOD=$* $(PY) -m pytest tests helpers notebooks --doctest-modules --nbmake --nbmake-timeout=$(CELL_TIMEOUT) -m "not browser"
-	@$(PY) scripts/clean_check.py compare $(VENV)/clean-check
+	@MP_DEFAULT_START_METHOD=$* $(TIMED) "pytest $*, $(WORKERS) workers" \
+		$(PY) -m pytest $(SUITE) $(XDIST) --default-dependent-only -m "not browser and not serial"
+	@MP_DEFAULT_START_METHOD=$* $(TIMED) "pytest $*, serial" \
+		$(PY) -m pytest $(SUITE) --default-dependent-only -m "not browser and serial"
+	@$(TIMED) "clean check" $(PY) scripts/clean_check.py compare $(VENV)/clean-check
+	@$(TIMED) --report
 
 unit-spawn unit-forkserver: unit-%: $(STAMP)
-	MP_DEFAULT_START_METHOD=$* $(PY) -m pytest tests helpers --doctest-modules -m "not browser"
+	MP_DEFAULT_START_METHOD=$* $(PY) -m pytest tests helpers --doctest-modules -m "not browser" $(XDIST)
 
 # Regenerates docs/API.md from the helpers modules (tests/test_api_reference.py fails when it is stale).
 api-docs: $(STAMP)

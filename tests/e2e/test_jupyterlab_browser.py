@@ -5,6 +5,13 @@ the menu, every code cell executed, no error output, widgets rendered as live co
 them moved, and its output changes), plots rendered as images. Select with ``-m browser``,
 leave out with ``-m 'not browser'``. Screenshots go to a temporary directory (printed at the end
 of the session, with one line per notebook).
+
+One JupyterLab server and one Chromium serve every notebook of this module (starting them took about
+as long as running a short notebook); under pytest-xdist the module's tests run together on one
+worker (``--dist loadscope``; pytest 9 ignores xdist 3.8's ``xdist_group``), and the server and
+browser stop after its last test, so no other test shares a process with them. Each test gets its
+own copy of the notebooks folder, a fresh JupyterLab workspace and browser context, and must leave
+no kernel (nor anything a kernel started) behind when its notebook is closed.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tests.e2e.lab import CHROMIUM, CHROMIUM_ARGS, INSTALL_HINT, ROOT, lab_server
+from tests.e2e.lab import CHROMIUM_ARGS, ROOT, lab_server, require_browser
 
 # Every notebook of the series; E2E_NOTEBOOKS (paths separated by os.pathsep) picks others.
 NOTEBOOKS = (
@@ -155,96 +162,120 @@ def _move_a_control(page) -> str | None:
     return None
 
 
-@pytest.fixture
-def browser():
-    """Headless Debian Chromium driven by Playwright (no browser download); one per test, so the
-    leak check after each test sees no process left."""
-    if not Path(CHROMIUM).exists():
-        pytest.fail(INSTALL_HINT.format(path=CHROMIUM), pytrace=False)
+def _new_children(before: set[int]) -> list[int]:
+    import psutil
+
+    return [c.pid for c in psutil.Process().children() if c.pid not in before]
+
+
+def _children() -> set[int]:
+    import psutil
+
+    return {c.pid for c in psutil.Process().children()}
+
+
+@pytest.fixture(scope="module")
+def browser(long_lived_processes):
+    """Headless Chromium (or Chrome) driven by Playwright, one for the module; never downloaded."""
+    executable = require_browser()
     try:
         from playwright.sync_api import sync_playwright
-    except ImportError:  # a failure, not a skip: a skip would hide a broken CI set-up
+    except ImportError:
         pytest.fail(
             "the browser test needs Playwright: `make setup` or `pip install -e '.[dev]'`", pytrace=False
         )
+    before = _children()
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        driver = _new_children(before)  # Playwright's driver, parent of Chromium's processes
+        long_lived_processes.update(dict.fromkeys(driver, True))
+        browser = playwright.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
         try:
             yield browser
         finally:
             browser.close()
+            for pid in driver:
+                long_lived_processes.pop(pid, None)
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory, long_lived_processes):
+    """The project's JupyterLab, one for the module; its kernels are checked after every test."""
+    with lab_server(tmp_path_factory.mktemp("jupyterlab")) as server:
+        long_lived_processes[server.process.pid] = False  # its descendants are not exempt
+        try:
+            yield server
+        finally:
+            long_lived_processes.pop(server.process.pid, None)
 
 
 @pytest.mark.timeout(RUN_TIMEOUT + 150)
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_notebook_runs_in_jupyterlab(path, browser, tmp_path, screenshot_dir, e2e_report):
+def test_notebook_runs_in_jupyterlab(path, browser, lab, screenshot_dir, e2e_report):
     code = _code(path)
     # The whole folder, as a learner has it: relative links between notebooks resolve, and 00's map
-    # check sees every notebook. Only ``path`` is opened and run.
-    with lab_server(sorted(path.parent.glob("*.ipynb")), tmp_path) as server:
-        context = browser.new_context(viewport={"width": 1400, "height": 1000})
-        page = context.new_page()
-        try:
-            page.goto(server.url(f"lab/tree/{path.name}"), wait_until="domcontentloaded", timeout=60_000)
-            _wait_for_state(page, lambda s: s["kernel"] == "idle", 90, "kernel ready")
-            # Comm messages served on a kernel subshell (JupyterLab's default with ipykernel 7) flush
-            # pyplot figures from a second thread while a widget callback draws: half-drawn figures
-            # (README). The venv's JupyterLab settings turn that off.
-            comms = page.evaluate(COMMS_JS)
-            assert comms == "disabled", f"commsOverSubshells is {comms!r}: venv settings not installed"
-            started = time.monotonic()
-            _run_all_from_menu(page)
-            _wait_for_state(
-                page,
-                lambda s: (
-                    any(c["state"] == "running" for c in s["cells"]) or all(c["count"] for c in s["cells"])
-                ),
-                30,
-                "Run All started",
-            )
-            state = _wait_for_state(page, _finished, RUN_TIMEOUT, "Run All finished", polls=3)
-            seconds = time.monotonic() - started
-            page.wait_for_timeout(1000)  # let widget views and images attach
-            page.screenshot(path=str(screenshot_dir / f"{path.stem}.png"))
-            dom = page.evaluate(DOM_JS)
+    # check sees every notebook. Only ``path`` is opened and run, in a workspace of its own (a
+    # shared one would reopen the previous test's notebook).
+    folder = lab.add_folder(path.stem, sorted(path.parent.glob("*.ipynb")))
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    try:
+        url = lab.url(f"lab/workspaces/{path.stem}/tree/{folder}/{path.name}")
+        page.goto(url, wait_until="domcontentloaded", timeout=60_000)
+        _wait_for_state(page, lambda s: s["kernel"] == "idle", 90, "kernel ready")
+        # Comm messages served on a kernel subshell (JupyterLab's default with ipykernel 7) flush
+        # pyplot figures from a second thread while a widget callback draws: half-drawn figures
+        # (README). The venv's JupyterLab settings turn that off.
+        comms = page.evaluate(COMMS_JS)
+        assert comms == "disabled", f"commsOverSubshells is {comms!r}: venv settings not installed"
+        started = time.monotonic()
+        _run_all_from_menu(page)
+        _wait_for_state(
+            page,
+            lambda s: any(c["state"] == "running" for c in s["cells"]) or all(c["count"] for c in s["cells"]),
+            30,
+            "Run All started",
+        )
+        state = _wait_for_state(page, _finished, RUN_TIMEOUT, "Run All finished", polls=3)
+        seconds = time.monotonic() - started
+        page.wait_for_timeout(1000)  # let widget views and images attach
+        page.screenshot(path=str(screenshot_dir / f"{path.stem}.png"))
+        dom = page.evaluate(DOM_JS)
 
-            errors = [
-                f"cell {i}: {o['ename']}: {o['evalue']}"
-                for i, c in enumerate(state["cells"])
-                for o in c["outputs"]
-                if o["type"] == "error"
-            ]
-            assert not errors, f"{path.name} shows error outputs: {errors}"
-            unexecuted = [i for i, c in enumerate(state["cells"]) if not c["count"]]
-            assert not unexecuted, f"{path.name}: code cells {unexecuted} did not execute"
-            model_images = sum(
-                any(m.startswith("image/") for m in o["mimes"]) for c in state["cells"] for o in c["outputs"]
-            )
-            assert dom["broken_images"] == 0, f"{dom['broken_images']} images did not render"
-            assert dom["images"] >= model_images, f"model has {model_images} images, browser shows {dom}"
-            if re.search(r"matplotlib|new_figure|bar_chart|plt\.", code):
-                assert dom["images"] >= 1, f"{path.name} plots, but no image rendered: {dom}"
-            assert dom["broken_views"] == 0, f"{dom['broken_views']} widget views did not render: {dom}"
-            moved = None
-            if re.search(r"ipywidgets|interact\(", code):
-                assert dom["controls"] >= 1, (
-                    f"{path.name} uses ipywidgets, but no live control rendered: {dom}"
-                )
-                moved = _move_a_control(page)
-                page.wait_for_timeout(500)
-                page.screenshot(path=str(screenshot_dir / f"{path.stem}-widget.png"))
-            after = page.evaluate(STATE_JS)
-            late_errors = [o for c in after["cells"] for o in c["outputs"] if o["type"] == "error"]
-            assert not late_errors, f"moving a control raised: {late_errors}"
-            e2e_report.append(
-                f"{path.name}: Run All {seconds:.1f} s, {len(state['cells'])} code cells, "
-                f"{dom['controls']} widget controls, {dom['images']} images, moved: {moved or 'none'}"
-            )
-        except BaseException:
-            with contextlib.suppress(Exception):
-                page.screenshot(path=str(screenshot_dir / f"{path.stem}-FAILED.png"))
-            raise
-        finally:
-            context.close()
-            left = server.shutdown_kernels()
-        assert not left, f"{path.name}: processes left after its kernel shut down: {left}"
+        errors = [
+            f"cell {i}: {o['ename']}: {o['evalue']}"
+            for i, c in enumerate(state["cells"])
+            for o in c["outputs"]
+            if o["type"] == "error"
+        ]
+        assert not errors, f"{path.name} shows error outputs: {errors}"
+        unexecuted = [i for i, c in enumerate(state["cells"]) if not c["count"]]
+        assert not unexecuted, f"{path.name}: code cells {unexecuted} did not execute"
+        model_images = sum(
+            any(m.startswith("image/") for m in o["mimes"]) for c in state["cells"] for o in c["outputs"]
+        )
+        assert dom["broken_images"] == 0, f"{dom['broken_images']} images did not render"
+        assert dom["images"] >= model_images, f"model has {model_images} images, browser shows {dom}"
+        if re.search(r"matplotlib|new_figure|bar_chart|plt\.", code):
+            assert dom["images"] >= 1, f"{path.name} plots, but no image rendered: {dom}"
+        assert dom["broken_views"] == 0, f"{dom['broken_views']} widget views did not render: {dom}"
+        moved = None
+        if re.search(r"ipywidgets|interact\(", code):
+            assert dom["controls"] >= 1, f"{path.name} uses ipywidgets, but no live control rendered: {dom}"
+            moved = _move_a_control(page)
+            page.wait_for_timeout(500)
+            page.screenshot(path=str(screenshot_dir / f"{path.stem}-widget.png"))
+        after = page.evaluate(STATE_JS)
+        late_errors = [o for c in after["cells"] for o in c["outputs"] if o["type"] == "error"]
+        assert not late_errors, f"moving a control raised: {late_errors}"
+        e2e_report.append(
+            f"{path.name}: Run All {seconds:.1f} s, {len(state['cells'])} code cells, "
+            f"{dom['controls']} widget controls, {dom['images']} images, moved: {moved or 'none'}"
+        )
+    except BaseException:
+        with contextlib.suppress(Exception):
+            page.screenshot(path=str(screenshot_dir / f"{path.stem}-FAILED.png"))
+        raise
+    finally:
+        context.close()
+        left = lab.shutdown_kernels()
+    assert not left, f"{path.name}: processes left after its kernel shut down: {left}"

@@ -1,0 +1,120 @@
+"""The suite's own machinery (conftest.py, tests/start_method_probe.py), run on small test files in a
+pytest of their own: the leak checks still fail a run under pytest-xdist where they failed a serial
+one, and the probe finds exactly the tests that depend on the default start method."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+LEAKY = """
+import multiprocessing as mp
+import os
+import time
+from multiprocessing import shared_memory
+
+
+def _linger(parent):
+    while os.getppid() == parent:
+        time.sleep(0.05)
+
+
+def test_leaves_a_child():
+    mp.get_context("fork").Process(target=_linger, args=(os.getpid(),), daemon=True).start()
+
+
+def test_leaves_shared_memory():
+    shared_memory.SharedMemory(name={name!r}, create=True, size=64).close()  # closed, never unlinked
+"""
+
+PROBED = """
+import multiprocessing as mp
+
+
+def test_default_queue():
+    mp.Queue().close()
+
+
+def test_explicit_context():
+    mp.get_context("spawn").Queue().close()
+
+
+def _in_child(out):
+    out.put(mp.get_start_method())
+
+
+def test_default_read_in_a_forked_child():
+    ctx = mp.get_context("fork")
+    out = ctx.SimpleQueue()
+    child = ctx.Process(target=_in_child, args=(out,))
+    child.start()
+    child.join(30)
+    assert out.get() and child.exitcode == 0  # the child read the default; this process did not
+
+
+def test_nothing():
+    pass
+"""
+
+
+def _pytest(folder: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    shutil.copy(ROOT / "conftest.py", folder / "conftest.py")
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "MP_DEFAULT_"))}
+    environ.update(PYTHONPATH=str(ROOT), **(env or {}))
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:randomly", "--rootdir", str(folder), *args, str(folder)],
+        cwd=folder,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+# Each runs pytest (and its xdist workers) afresh: slow to start on a loaded machine.
+pytestmark = pytest.mark.timeout(400)
+
+
+def test_leaks_fail_the_run_under_xdist_too(tmp_path):
+    name = f"leak-check-{uuid.uuid4().hex[:12]}"
+    (tmp_path / "test_leaky.py").write_text(LEAKY.format(name=name))
+    try:
+        done = _pytest(tmp_path, "-n", "2", "-p", "no:cacheprovider")
+    finally:
+        with_leak = Path("/dev/shm", name)
+        if with_leak.exists():
+            with_leak.unlink()
+    out = done.stdout + done.stderr
+    assert done.returncode == 1, out
+    # In the worker that ran it, after the test: a child of that worker, found by its own check.
+    assert "FAILED" in out and "test_leaves_a_child" in out and "left child processes behind" in out, out
+    # After every worker finished, before any exited (its resource tracker would unlink the entry).
+    assert "LEAK CHECK FAILED" in out and f"new /dev/shm entries after the run: ['{name}'" in out, out
+
+
+def test_the_probe_finds_what_uses_the_default_start_method(tmp_path):
+    # Under xdist, as `make test` runs it: the workers measure, the controller stores.
+    (tmp_path / "test_probed.py").write_text(PROBED)
+    done = _pytest(tmp_path, "-n", "2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    cache = tmp_path / ".pytest_cache" / "v" / "torch-mp" / "default-start-method"
+    measured = json.loads(cache.read_text())
+    assert [n.split("::")[1] for n in measured["used"]] == [
+        "test_default_queue",
+        "test_default_read_in_a_forked_child",
+    ]
+    assert len(measured["seen"]) == 4
+
+    forced = _pytest(tmp_path, "--default-dependent-only", env={"MP_DEFAULT_START_METHOD": "spawn"})
+    assert forced.returncode == 0, forced.stdout + forced.stderr
+    assert "2 tests measured using the default" in forced.stdout, forced.stdout
+    assert " 2 passed, 2 deselected in " in forced.stdout, forced.stdout
