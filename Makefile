@@ -7,7 +7,8 @@ STAMP := $(VENV)/.installed
 # Per-cell limit for nbmake: a stuck cell fails the run instead of hanging it.
 CELL_TIMEOUT ?= 120
 
-.PHONY: setup lab test lint unit notebooks e2e html clean test-spawn test-forkserver unit-spawn unit-forkserver api-docs
+.PHONY: setup lab test lint unit notebooks e2e html clean test-spawn test-forkserver unit-spawn unit-forkserver api-docs \
+	test-cluster
 
 setup: $(STAMP)
 
@@ -91,6 +92,12 @@ test-spawn test-forkserver: test-%: $(STAMP)
 
 unit-spawn unit-forkserver: unit-%: $(STAMP)
 	MP_DEFAULT_START_METHOD=$* $(PY) -m pytest tests helpers --doctest-modules -m "not browser" $(XDIST)
+
+# Notebook 09's Ray Train run (scripts/train_ray.py): the optional `cluster` extra (Ray, large, so
+# not part of `make setup`) and its test, bounded by the test's own timeout.
+test-cluster: $(STAMP)
+	$(PY) -m pip install --quiet -e '.[cluster]'
+	$(PY) -m pytest tests/test_cluster_ray.py
 
 # Regenerates docs/API.md from the helpers modules (tests/test_api_reference.py fails when it is stale).
 api-docs: $(STAMP)
