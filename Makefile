@@ -3,7 +3,9 @@ PYTHON ?= python3
 TORCH_VERSION ?= 2.13.0
 VENV := .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
+# One stamp per torch version: `make test TORCH_VERSION=2.14.1` installs that version into .venv and
+# runs the suite on it; the next plain `make test` puts the pinned one back.
+STAMP := $(VENV)/.installed-torch-$(TORCH_VERSION)
 # Per-cell limit for nbmake: a stuck cell fails the run instead of hanging it.
 CELL_TIMEOUT ?= 120
 
@@ -20,6 +22,7 @@ $(STAMP): pyproject.toml $(LAB_OVERRIDES)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet -e '.[dev]' 'torch==$(TORCH_VERSION)'
 	install -D -m 644 $(LAB_OVERRIDES) $(VENV)/etc/jupyter/labconfig/default_setting_overrides.json
+	rm -f $(VENV)/.installed-torch-*
 	touch $(STAMP)
 
 # Listens on 127.0.0.1 only, with a random token (in the URL it prints). Jupyter refuses to run as
