@@ -2,11 +2,11 @@
 GPUs, and a way to run it on this machine under local stand-ins for ``srun`` and ``scontrol``.
 
 :func:`slurm_script` writes the batch script: one Slurm task per node, each running one torchrun
-agent, the first node of the allocation as the rendezvous endpoint, the job id as the rendezvous
-id. :func:`run_batch_locally` plays ``sbatch`` for it on this machine: it sets the ``SLURM_JOB_*``
-variables and puts ``scripts/slurm_standin`` (small stand-ins, *not* Slurm) first on ``PATH``, so
-the script's own lines (node list, endpoint, ``srun`` fanning out one agent per node, the
-rendezvous) really run, with every "node" a process group on 127.0.0.1.
+agent, the first node of the allocation as the rendezvous endpoint, the job id as the rendezvous id.
+``_run_batch_locally`` (what ``tests/test_cluster.py`` runs) plays ``sbatch`` for it on this
+machine: it sets the ``SLURM_JOB_*`` variables and puts ``scripts/slurm_standin`` (small stand-ins,
+*not* Slurm) first on ``PATH``, so the script's own lines (node list, endpoint, ``srun`` fanning out
+one agent per node, the rendezvous) really run, with every "node" a process group on 127.0.0.1.
 
 Example::
 
@@ -27,9 +27,9 @@ from pathlib import Path
 
 from helpers.processes import kill_tree
 
-__all__ = ["SLURM_STANDINS", "slurm_script", "run_batch_locally"]
+__all__ = ["slurm_script"]
 
-SLURM_STANDINS = Path(__file__).resolve().parent.parent / "scripts" / "slurm_standin"
+_SLURM_STANDINS = Path(__file__).resolve().parent.parent / "scripts" / "slurm_standin"
 
 _TEMPLATE = """\
 #!/bin/bash
@@ -102,7 +102,7 @@ def slurm_script(
     )
 
 
-def run_batch_locally(
+def _run_batch_locally(
     script: str | os.PathLike,
     nodes: int,
     workdir: str | os.PathLike,
@@ -121,13 +121,13 @@ def run_batch_locally(
     >>> with tempfile.TemporaryDirectory() as folder:
     ...     job = Path(folder) / "job.sh"
     ...     _ = job.write_text("srun bash -c 'echo node $SLURM_NODEID on $SLURMD_NODENAME' | sort")
-    ...     print(run_batch_locally(job, nodes=2, workdir=folder, timeout=30).stdout, end="")
+    ...     print(_run_batch_locally(job, nodes=2, workdir=folder, timeout=30).stdout, end="")
     node 0 on 127.0.0.1
     node 1 on 127.0.0.1
     """
     env = {
         **os.environ,
-        "PATH": os.pathsep.join([str(SLURM_STANDINS), str(Path(sys.executable).parent), os.environ["PATH"]]),
+        "PATH": os.pathsep.join([str(_SLURM_STANDINS), str(Path(sys.executable).parent), os.environ["PATH"]]),
         "PYTHON": sys.executable,
         "PYTHONUNBUFFERED": "1",
         "SLURM_JOB_ID": str(job_id),

@@ -53,7 +53,6 @@ __all__ = [
     "cuda_present",
     "gpu_info",
     "fork_after_cuda_init",
-    "POISON_CALLS",
     "poison_table",
     "cuda_fixes",
     "cuda_ipc_queue",
@@ -97,6 +96,7 @@ def bad_fork_check() -> str:
 
 def bad_fork_flag() -> dict:
     """Where ``_is_in_bad_fork`` comes from in the installed torch, and whether it is real here.
+    Notebook 04 section 4 prints it.
 
     On a CUDA build it is ``torch._C._cuda_isInBadFork``, a flag set in C++ by the
     ``pthread_atfork`` child handler that CUDA's initialisation registers; on a CPU-only build the
@@ -147,6 +147,7 @@ def _run_fresh(body: str, limit: float, env: dict[str, str | None] | None = None
 
 def cuda_present(timeout: float = 60.0) -> bool:
     """True when a CUDA device is usable; asked in a fresh interpreter, so this process stays clean.
+    Notebook 04 section 4 asks it before running the GPU demos.
 
     >>> isinstance(cuda_present(), bool)
     True
@@ -195,6 +196,7 @@ def _body_info() -> dict:
 
 def gpu_info(timeout: float = 120.0) -> dict:
     """Device name(s), driver, torch and CUDA versions, Python and the date: a transcript's header.
+    Notebook 04 section 4 prints it above the live results (the transcript's header).
 
     Not run as a doctest: it needs a CUDA device.
 
@@ -279,6 +281,7 @@ def _body_fork_after_init(timeout: float) -> dict:
 
 def fork_after_cuda_init(timeout: float = 60.0) -> dict:
     """(a) A parent creates a CUDA tensor, then forks; the child tries a CUDA op. Fresh interpreter.
+    A GPU demo of notebook 04 section 4, (a); ``python -m helpers.cuda fork_after_cuda_init``.
 
     Expected outcome: ``child_outcome`` starts with ``RuntimeError: Cannot re-initialize CUDA in
     forked subprocess``. Not run as a doctest: it needs a CUDA device.
@@ -292,7 +295,7 @@ def fork_after_cuda_init(timeout: float = 60.0) -> dict:
 
 
 # What the parent calls before forking, in the poison table.
-POISON_CALLS = ("nothing", "is_available()", "device_count()", "a CUDA tensor")
+_POISON_CALLS = ("nothing", "is_available()", "device_count()", "a CUDA tensor")
 
 
 def _parent_call(call: str):
@@ -304,7 +307,7 @@ def _parent_call(call: str):
         return torch.cuda.device_count()
     if call == "a CUDA tensor":
         return str(torch.zeros(1, device="cuda").device)
-    raise ValueError(f"call must be one of {POISON_CALLS}, got {call!r}")
+    raise ValueError(f"call must be one of {_POISON_CALLS}, got {call!r}")
 
 
 def _body_poison_case(call: str, timeout: float) -> dict:
@@ -318,8 +321,9 @@ def _body_poison_case(call: str, timeout: float) -> dict:
     }
 
 
-def poison_table(timeout: float = 60.0, calls: tuple[str, ...] = POISON_CALLS) -> list[dict]:
+def poison_table(timeout: float = 60.0, calls: tuple[str, ...] = _POISON_CALLS) -> list[dict]:
     """(b) Which parent calls poison fork: each call, with and without PYTORCH_NVML_BASED_CUDA_CHECK=1.
+    A GPU demo of notebook 04 section 4, (b); ``python -m helpers.cuda poison_table``.
 
     Each case runs in its own fresh interpreter: it makes the call, records
     ``torch.cuda.is_initialized()``, then forks a child that reports ``_cuda_isInBadFork()`` and the
@@ -353,6 +357,7 @@ def _body_fixes(timeout: float) -> dict:
 def cuda_fixes(timeout: float = 120.0) -> list[dict]:
     """(c) The fixes: spawn and forkserver children of a CUDA-initialised parent, and a fork child of
     a parent that kept CUDA out (it never touched CUDA). Each row: fix, parent state, child outcome.
+    A GPU demo of notebook 04 section 4, (c); ``python -m helpers.cuda cuda_fixes``.
 
     Not run as a doctest: it needs a CUDA device.
 
@@ -405,6 +410,7 @@ def _body_ipc(timeout: float) -> dict:
 
 def cuda_ipc_queue(timeout: float = 120.0) -> dict:
     """(d) A CUDA tensor through a torch Queue to a spawn child, which adds 1 in place.
+    A GPU demo of notebook 04 section 4, (d); ``python -m helpers.cuda cuda_ipc_queue``.
 
     CUDA IPC shares the memory, no copy: ``producer_sees`` is all ones after the consumer's write.
     Not run as a doctest: it needs a CUDA device.
@@ -442,6 +448,7 @@ def broken_keep_alive(timeout: float = 60.0) -> dict:
     """(d) The keep-alive rule broken: a spawn producer puts a CUDA tensor and exits before the
     consumer (a fresh interpreter) gets it. What happens is reported, not assumed; ``stderr`` holds
     torch's warnings from both processes. Not run as a doctest: it needs a CUDA device.
+    A GPU demo of notebook 04 section 4, (d); ``python -m helpers.cuda broken_keep_alive``.
 
     >>> sorted(broken_keep_alive())  # doctest: +SKIP
     ['consumer_outcome', 'producer_exitcode', 'stderr']
@@ -482,6 +489,7 @@ def _body_devices(timeout: float) -> dict:
 def per_process_devices(timeout: float = 120.0) -> dict:
     """(d) One GPU per process: ``torch.cuda.set_device(rank % n)`` and ``CUDA_VISIBLE_DEVICES``,
     each in ``max(2, n)`` spawn workers (with one GPU, two workers share it).
+    A GPU demo of notebook 04 section 4, (d); ``python -m helpers.cuda per_process_devices``.
 
     Not run as a doctest: it needs a CUDA device.
 
@@ -492,15 +500,14 @@ def per_process_devices(timeout: float = 120.0) -> dict:
     return _run_fresh("_body_devices", timeout * 2 + 120, timeout=timeout)
 
 
-# Every GPU demo, in the order notebook 04 presents them (the names of the functions above).
+# Every GPU demo, in the order notebook 04 section 4 presents them; the command line picks them by name.
 GPU_DEMOS = (
-    "fork_after_cuda_init",
-    "poison_table",
-    "cuda_fixes",
-    "cuda_ipc_queue",
-    "ipc_consumer",
-    "broken_keep_alive",
-    "per_process_devices",
+    fork_after_cuda_init,
+    poison_table,
+    cuda_fixes,
+    cuda_ipc_queue,
+    broken_keep_alive,
+    per_process_devices,
 )
 
 
@@ -509,7 +516,7 @@ def run_gpu_demos(
 ) -> dict:
     """The GPU demos ``names`` (default: all of :data:`GPU_DEMOS`), in order: a dict of their results.
 
-    Needs CUDA (see :func:`cuda_present`).
+    Needs CUDA (see :func:`cuda_present`). Notebook 04 section 4 runs them all where CUDA is present.
 
     Not run as a doctest: it needs a CUDA device and takes minutes.
 
@@ -517,16 +524,18 @@ def run_gpu_demos(
     ['fork_after_cuda_init', 'poison_table']
     """
     results = {}
-    for name in names or GPU_DEMOS:
-        demo = globals()[name]
+    for demo in GPU_DEMOS:
+        if names and demo.__name__ not in names:
+            continue
         if progress is not None:
-            print(f"running {name} ...", file=progress, flush=True)
-        results[name] = demo(timeout=timeout)
+            print(f"running {demo.__name__} ...", file=progress, flush=True)
+        results[demo.__name__] = demo(timeout=timeout)
     return results
 
 
 def check_gpu_results(results: dict) -> None:
     """Assert the robust claims of the GPU demos (raises AssertionError with the evidence).
+    Notebook 04 section 4 asserts them on a live GPU run.
 
     Only what the docs promise is asserted: fork after init fails, a CUDA tensor in the parent
     poisons fork, spawn and forkserver work, a parent that never touched CUDA forks fine, and CUDA
@@ -556,6 +565,7 @@ def check_gpu_results(results: dict) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m helpers.cuda [DEMO ...]``: run GPU demos, each in a fresh interpreter; print them.
+    The command line for notebook 04 section 4's GPU demos (shown there and in the README).
 
     Not run as a doctest: a CLI entry point that needs a CUDA device and takes minutes.
 
@@ -570,15 +580,14 @@ def main(argv: list[str] | None = None) -> int:
         "fixes, CUDA tensors through a queue, one device per process), each in a fresh interpreter "
         "with a timeout, and print what happened. helpers.cuda_transcript records them to a file.",
     )
-    parser.add_argument(
-        "demos", nargs="*", metavar="DEMO", help=f"any of {', '.join(GPU_DEMOS)} (default: all)"
-    )
+    demos = [demo.__name__ for demo in GPU_DEMOS]
+    parser.add_argument("demos", nargs="*", metavar="DEMO", help=f"any of {', '.join(demos)} (default: all)")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per child (default 120)")
     parser.add_argument("--check", action="store_true", help="also assert the robust claims (exit 1 if not)")
     args = parser.parse_args(argv)
-    unknown = sorted(set(args.demos) - set(GPU_DEMOS))
+    unknown = sorted(set(args.demos) - set(demos))
     if unknown:
-        parser.error(f"unknown demo(s) {unknown}; choose from {GPU_DEMOS}")
+        parser.error(f"unknown demo(s) {unknown}; choose from {demos}")
     if not cuda_present():
         build = f"CUDA {torch.version.cuda}" if torch.version.cuda else "a CPU-only build"
         print(f"No CUDA device found (torch {torch.__version__}, {build}): nothing to run.")

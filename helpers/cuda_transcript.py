@@ -11,9 +11,9 @@ Jupyter, and the package need not be installed (``PYTHONPATH`` pointing at the r
 
 Example::
 
-    >>> from helpers.cuda_transcript import format_transcript, read_transcript_text
-    >>> read_transcript_text(format_transcript({"device": "GPU X"}, {}))[0]["device"]
-    'GPU X'
+    >>> from helpers.cuda_transcript import format_transcript
+    >>> format_transcript({"device": "GPU X"}, {}).splitlines()[2]
+    'device: GPU X'
 """
 
 from __future__ import annotations
@@ -30,19 +30,16 @@ import torch
 from helpers.cuda import check_gpu_results, cuda_present, gpu_info, run_gpu_demos
 
 __all__ = [
-    "TRANSCRIPT",
-    "TRANSCRIPT_COMMAND",
     "format_transcript",
     "read_transcript",
-    "read_transcript_text",
     "recorded_banner",
     "write_transcript",
     "main",
 ]
 
 ROOT = Path(__file__).resolve().parent.parent
-TRANSCRIPT = ROOT / "notebooks" / "transcripts" / "04_fork_and_cuda.txt"
-TRANSCRIPT_COMMAND = (
+_TRANSCRIPT = ROOT / "notebooks" / "transcripts" / "04_fork_and_cuda.txt"
+_TRANSCRIPT_COMMAND = (
     "PYTHONPATH=. python -m helpers.cuda_transcript --output notebooks/transcripts/04_fork_and_cuda.txt"
 )
 
@@ -61,16 +58,17 @@ def _failure(result: dict) -> str:
 
 def format_transcript(info: dict, results: dict) -> str:
     """The transcript text: a header (device, driver, versions, date), then each demo's outcome.
+    Notebook 04 section 4 prints it for a live GPU run.
 
     >>> text = format_transcript({"device": "GPU X", "date": "2026-01-01"}, {})
-    >>> read_transcript_text(text)[0]["device"]
+    >>> _read_transcript_text(text)[0]["device"]
     'GPU X'
     """
     lines = ["# helpers.cuda: GPU demos of notebook 04, recorded on a real GPU", ""]
     lines += [f"{key}: {info.get(key, 'unknown')}" for key in _HEADER_KEYS]
     if len(info.get("devices", [])) > 1:
         lines.append(f"all devices: {', '.join(info['devices'])}")
-    lines += ["", f"command: {TRANSCRIPT_COMMAND}", ""]
+    lines += ["", f"command: {_TRANSCRIPT_COMMAND}", ""]
     if "fork_after_cuda_init" in results:
         r = results["fork_after_cuda_init"]
         lines += [
@@ -136,10 +134,10 @@ def format_transcript(info: dict, results: dict) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def read_transcript_text(text: str) -> tuple[dict, str]:
+def _read_transcript_text(text: str) -> tuple[dict, str]:
     """Split a transcript into its header (``key: value`` lines before the first ``##``) and text.
 
-    >>> read_transcript_text("device: GPU X\\ndate: today\\n## (a) a demo\\nchild outcome: ok\\n")[0]
+    >>> _read_transcript_text("device: GPU X\\ndate: today\\n## (a) a demo\\nchild outcome: ok\\n")[0]
     {'device': 'GPU X', 'date': 'today'}
     """
     header = {}
@@ -153,20 +151,21 @@ def read_transcript_text(text: str) -> tuple[dict, str]:
 
 
 def read_transcript(path: Path | str | None = None) -> tuple[dict, str] | None:
-    """The committed transcript (``path``, default :data:`TRANSCRIPT`) as ``(header, text)``, or None
-    when it has not been recorded yet.
+    """The committed transcript (``path``, default notebook 04's) as ``(header, text)``, or None
+    when it has not been recorded yet. Notebook 04 section 4 shows it where CUDA is absent.
 
     >>> read_transcript("/nonexistent/transcript.txt") is None
     True
     """
-    path = Path(path) if path is not None else TRANSCRIPT
+    path = Path(path) if path is not None else _TRANSCRIPT
     if not path.is_file():
         return None
-    return read_transcript_text(path.read_text())
+    return _read_transcript_text(path.read_text())
 
 
 def recorded_banner(header: dict) -> str:
     """The label shown above a recorded transcript: where and when it was recorded.
+    Notebook 04 section 4 prints it above the recorded transcript.
 
     >>> print(recorded_banner({"device": "GPU X", "driver": "1", "torch": "2", "date": "d"}))
     RECORDED on GPU X (driver 1, torch 2, d), NOT run now: this machine has no CUDA device.
@@ -180,6 +179,7 @@ def recorded_banner(header: dict) -> str:
 
 def write_transcript(out: TextIO, timeout: float = 120.0, progress: TextIO | None = None) -> dict | None:
     """Run every GPU demo and write the transcript to ``out``; return the results.
+    Used by ``python -m helpers.cuda_transcript``, which records the transcript notebook 04 section 4 shows.
 
     Without CUDA, write nothing and return None. Not run as a doctest: on a GPU it runs every demo
     (minutes).
@@ -203,6 +203,7 @@ def write_transcript(out: TextIO, timeout: float = 120.0, progress: TextIO | Non
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m helpers.cuda_transcript``: run the GPU demos and print (or save) the transcript.
+    Records the transcript that notebook 04 section 4 shows where CUDA is absent.
 
     Not run as a doctest: a CLI entry point that needs a CUDA device and takes minutes.
 

@@ -122,7 +122,7 @@ def listening_addresses(pid: int | None = None) -> list[str]:
 
 
 def train(rank: int, world_size: int, snapshot: str, port: int | None = None, epochs: int = EPOCHS) -> None:
-    """One rank of DDP training; rank 0 saves a snapshot every epoch, and a rerun resumes from it.
+    """One DDP rank (notebook 06 §1-7, 09 §1): rank 0 snapshots every epoch, a rerun resumes from it.
 
     >>> train(0, 1, "never-written.pt", port=free_port(), epochs=0)  # a world of one, no epoch: no file
     """
@@ -335,6 +335,7 @@ def explore_world_size(world_size: int = 2) -> dict:
 
 def main(argv: list[str] | None = None) -> None:
     """``python -m helpers.ddp --snapshot PATH``: :func:`train` under torchrun, or ``mp.spawn`` it.
+    ``python -m helpers.ddp`` is what torchrun runs in notebook 06 section 7 and notebook 09 section 1b.
 
     Under torchrun (``RANK`` and ``WORLD_SIZE`` in the environment) this process is one rank and
     rendezvous through ``env://``. Without torchrun, ``--nprocs N`` starts N ranks with

@@ -60,9 +60,7 @@ __all__ = [
     "CHECKS",
     "check",
     "format_findings",
-    "which_imports_initialise_cuda",
     "usable_cpus",
-    "cpu_quota",
     "ProcessReport",
     "inspect",
     "format_inspection",
@@ -79,6 +77,7 @@ STACK_DUMP_NAME = "helpers-stack-dump"  # the memfd that register_stack_dump() w
 
 class DoctorError(ValueError):
     """Bad input to the doctor (a malformed or unimportable target, a process that does not exist).
+    Not used by a notebook: the README's doctor section (``python -m helpers.doctor``) shows what it prints.
 
     The message is one line that says what to do; the command line prints it and exits with 2.
     """
@@ -292,7 +291,7 @@ def _check_start_method() -> Finding:
     return _finding("default start method", "ok", measured)
 
 
-def cpu_quota(
+def _cpu_quota(
     cpu_max: str | None = None, quota_us: str | None = None, period_us: str | None = None
 ) -> float | None:
     """CPUs a cgroup quota allows: cgroup v2 ``cpu.max`` text, or v1 quota/period; None = no limit.
@@ -300,8 +299,10 @@ def cpu_quota(
     cgroup v2's ``cpu.max`` holds ``"$MAX $PERIOD"`` with ``max`` for no limit; v1 has
     ``cpu.cfs_quota_us`` (-1 for no limit) and ``cpu.cfs_period_us``. Used by :func:`usable_cpus`.
 
-    >>> cpu_quota("200000 100000"), cpu_quota("max 100000"), cpu_quota(quota_us="50000", period_us="100000")
-    (2.0, None, 0.5)
+    >>> _cpu_quota("200000 100000"), _cpu_quota("max 100000")
+    (2.0, None)
+    >>> _cpu_quota(quota_us="50000", period_us="100000")
+    0.5
     """
     if cpu_max is not None:
         quota, _, period = cpu_max.strip().partition(" ")
@@ -322,7 +323,7 @@ def _cgroup_quota() -> float | None:
                 here = root / path.lstrip("/")
                 while True:
                     with contextlib.suppress(OSError, ValueError):
-                        limits.append(cpu_quota((here / "cpu.max").read_text()))
+                        limits.append(_cpu_quota((here / "cpu.max").read_text()))
                     if here == root:
                         break
                     here = here.parent
@@ -331,7 +332,7 @@ def _cgroup_quota() -> float | None:
                     with contextlib.suppress(OSError, ValueError):
                         quota = (base / "cpu.cfs_quota_us").read_text()
                         limits.append(
-                            cpu_quota(quota_us=quota, period_us=(base / "cpu.cfs_period_us").read_text())
+                            _cpu_quota(quota_us=quota, period_us=(base / "cpu.cfs_period_us").read_text())
                         )
                         break
     limits = [limit for limit in limits if limit is not None]
@@ -340,6 +341,9 @@ def _cgroup_quota() -> float | None:
 
 def usable_cpus() -> int:
     """CPUs this process may really use: its affinity mask, capped by a cgroup CPU quota.
+    Used by the doctor's CPU-threads check (notebook 00 section 5) and by
+    ``helpers.environment.environment_report``, whose ``usable_cpus`` line the set-up of notebooks 01 and 04
+    prints.
 
     ``os.cpu_count()`` counts the machine's CPUs; a container limited to 2 CPUs on a 64-core
     host still reports 64 there (and torch picks its threads from the cores it sees).
@@ -804,14 +808,14 @@ def _check_target(target: str | Callable, timeout: float) -> Finding:
     return _finding("target importable", "warn" if cuda else "ok", measured)
 
 
-def which_imports_initialise_cuda(modules: Sequence[str], timeout: float = 60.0) -> list[str]:
+def _which_imports_initialise_cuda(modules: Sequence[str], timeout: float = 60.0) -> list[str]:
     """The modules among ``modules`` whose import initialises CUDA, each imported in a fresh interpreter.
 
     Such an import poisons every later fork that touches CUDA. A CPU build of torch never
     initialises CUDA, so the answer there is ``[]``. Raises :class:`DoctorError` for a module
     that cannot be imported. Notebook 04 §4 (fork versus CUDA) teaches why it matters.
 
-    >>> which_imports_initialise_cuda(["json"])
+    >>> _which_imports_initialise_cuda(["json"])
     []
     """
     found = []
@@ -827,7 +831,7 @@ def which_imports_initialise_cuda(modules: Sequence[str], timeout: float = 60.0)
 
 def _check_imports(modules: Sequence[str], timeout: float) -> Finding:
     try:
-        culprits = which_imports_initialise_cuda(modules, timeout)
+        culprits = _which_imports_initialise_cuda(modules, timeout)
     except DoctorError as error:
         return _finding("imports initialise CUDA", "fail", str(error))
     if culprits:
@@ -985,7 +989,10 @@ def _thread_wait(pid: int, tid: str, maps: dict[tuple[int, int], str]) -> tuple[
 
 @dataclasses.dataclass
 class ProcessReport:
-    """One process of a stuck job's tree: its state, what its threads wait on, its Python stack."""
+    """One process of a stuck job's tree: its state, what its threads wait on, its Python stack.
+
+    Notebook 08 section 1 prints them, through :func:`format_inspection`.
+    """
 
     pid: int
     ppid: int
@@ -1137,6 +1144,7 @@ def inspect(pid: int, timeout: float = 10.0) -> list[ProcessReport]:
 
 def format_inspection(reports: Sequence[ProcessReport]) -> str:
     """:func:`inspect`'s reports as text: one block per process, its waits, then its stacks.
+    Notebook 08 section 1 prints it for a hung job.
 
     >>> print(format_inspection([ProcessReport(7, 1, "python", "python x.py", "sleeping",
     ...                                        {"futex": 1}, "Thread 7 ...", "py-spy")]))
@@ -1172,6 +1180,8 @@ class _Parser(argparse.ArgumentParser):
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m helpers.doctor``: print the findings (or ``--inspect PID``); 1 if a check fails.
+    Not used by a notebook: the README's doctor section shows the command; notebook 00 section 5 calls
+    :func:`check` in-process.
 
     Bad input prints one line and returns 2, never a traceback.
 

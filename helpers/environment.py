@@ -102,7 +102,8 @@ def environment_report(probe_cuda: bool = True) -> dict:
     import torch
     import torch.multiprocessing as tmp
 
-    affinity = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    from helpers.doctor import usable_cpus  # here: helpers.doctor imports this module
+
     report = {
         "python": platform.python_version(),
         "platform": platform.platform(),
@@ -112,7 +113,7 @@ def environment_report(probe_cuda: bool = True) -> dict:
         "openmp_runtime": _openmp_runtime(),
         "torch_threads": torch.get_num_threads(),
         "cpu_count": os.cpu_count(),
-        "usable_cpus": len(affinity) if affinity is not None else os.cpu_count(),
+        "usable_cpus": usable_cpus(),  # the affinity mask, capped by a container's CPU quota
         "default_start_method": default_start_method(),
         "start_methods": mp.get_all_start_methods(),
         "sharing_strategy": tmp.get_sharing_strategy(),

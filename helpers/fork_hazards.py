@@ -6,7 +6,7 @@ shows three cases live on any Linux machine, the CPU twin of "Cannot re-initiali
 subprocess" (``helpers.cuda``):
 
 - GNU OpenMP (torch's Linux pip wheels): after the parent ran a parallel op, a fork child's own
-  parallel op hangs forever (:func:`fork_hang_report`, :func:`openmp_fixes`);
+  parallel op hangs forever (:func:`fork_hang_report` over :data:`FIX_VARIANTS`);
 - a ``threading.Lock`` held by another thread at the fork stays locked in the child
   (:func:`fork_while_lock_held`);
 - Python 3.12+ warns about forking a multi-threaded process, but its default filters hide the
@@ -43,7 +43,6 @@ __all__ = [
     "HangReport",
     "fork_hang_report",
     "FIX_VARIANTS",
-    "openmp_fixes",
     "plot_fixes",
     "hang_demo",
     "LockReport",
@@ -76,7 +75,10 @@ def parallel_op(size: int = 4_000_000, threads: int | None = None) -> float:
 
 @dataclass
 class HangReport:
-    """One child that ran :func:`parallel_op`, and what became of it."""
+    """One child that ran :func:`parallel_op`, and what became of it.
+
+    Notebook 04 section 2 prints and asserts them.
+    """
 
     label: str
     method: str
@@ -136,6 +138,7 @@ def fork_hang_report(
     method: str = "fork", threads: int | None = None, timeout: float = 3.0, label: str | None = None
 ) -> HangReport:
     """Run the parallel op in one ``method`` child with a deadline; if it hangs, say where.
+    Notebook 04 section 2 (the hang, and the fixes side by side).
 
     The child arms ``faulthandler.dump_traceback_later`` at half the deadline, so a stuck child
     leaves its Python stack in a temp file; the parent also reads the child's thread states from
@@ -180,25 +183,9 @@ FIX_VARIANTS = (
 )
 
 
-def openmp_fixes(hang_timeout: float = 3.0, timeout: float = 60.0) -> list[HangReport]:
-    """The hang and the fixes of :data:`FIX_VARIANTS`, each timed (methods missing here are skipped).
-
-    The fork child with inherited threads gets ``hang_timeout``; the others get ``timeout``.
-    Run :func:`parallel_op` in the caller first to make the hang happen.
-
-    >>> [r.label for r in openmp_fixes(timeout=60)][-1] in ("forkserver", "spawn")
-    True
-    """
-    reports = []
-    for label, method, threads in FIX_VARIANTS:
-        if method in mp.get_all_start_methods():
-            deadline = hang_timeout if (method, threads) == ("fork", None) else timeout
-            reports.append(fork_hang_report(method, threads, timeout=deadline, label=label))
-    return reports
-
-
 def plot_fixes(reports: list[HangReport]) -> Figure:
     """Bar chart: seconds per variant; a hung child's bar reaches its deadline and is hatched.
+    Notebook 04 section 2, the fixes side by side.
 
     >>> fig = plot_fixes([HangReport("spawn", "spawn", None, True, 1.2, 60.0)])
     """
@@ -248,7 +235,10 @@ def hang_demo(threads: int | None = None, method: str = "fork", timeout: float =
 
 @dataclass
 class LockReport:
-    """A fork child that tried to take a ``threading.Lock``; see :func:`fork_while_lock_held`."""
+    """A fork child that tried to take a ``threading.Lock``; see :func:`fork_while_lock_held`.
+
+    Notebook 04 section 3 prints and asserts it.
+    """
 
     held_at_fork: bool
     child_acquired: bool
@@ -268,6 +258,7 @@ def _take_lock(lock) -> None:
 
 def fork_while_lock_held(held: bool = True, timeout: float = 2.0) -> LockReport:
     """Fork while another thread holds a plain ``threading.Lock``; the child tries to take it.
+    Notebook 04 section 3.
 
     ``fork()`` copies the lock *in its locked state* but not the thread that would release it, so
     the child waits forever (here: until ``timeout``). With ``held=False`` the child takes it at once.

@@ -4,7 +4,7 @@ The pattern (PyTorch's "Multiprocessing best practices" and pytorch/examples ``m
 the parent calls ``model.share_memory()`` and starts one process per worker; each worker sets its
 thread count, seeds itself with ``seed + rank``, builds its *own* optimizer over the shared
 parameters and runs SGD. Every ``optimizer.step()`` writes straight into the shared storage, with
-no lock. :func:`train_worker` is that worker, shown in full in notebook 05; :func:`timed_worker`
+no lock. :func:`train_worker` is that worker, shown in full in notebook 05; :func:`_timed_worker`
 wraps it for the measurements, and ``python -m helpers.hogwild`` measures the speed-up over the
 best single process (median of interleaved runs, with the load average).
 
@@ -48,7 +48,6 @@ __all__ = [
     "LR",
     "HIDDEN",
     "train_worker",
-    "timed_worker",
     "warm_up_optimizer",
     "add_ones",
     "run_hogwild",
@@ -67,6 +66,7 @@ def train_worker(
     rank: int, model: nn.Module, x: torch.Tensor, y: torch.Tensor, steps: int, seed: int = 0, threads: int = 1
 ) -> None:
     """One Hogwild worker: ``steps`` SGD steps on the shared ``model``, without any lock.
+    Notebook 05 section 2 shows it and starts it in each process; section 6 runs it on a GPU.
 
     >>> train_worker(0, make_model(), *load_digits_split()[:2], steps=2, threads=torch.get_num_threads())
     """
@@ -84,6 +84,7 @@ def warm_up_optimizer() -> None:
     """Build one throwaway optimizer here, once: torch.optim's first use imports ``torch._dynamo``
     (about 800 modules, seconds on a busy 2-core machine). Fork children then inherit the import,
     and a timed worker keeps it out of its timing.
+    Notebook 05 setup calls it (its footnote explains why).
 
     >>> warm_up_optimizer()
     >>> import sys; "torch._dynamo" in sys.modules
@@ -92,7 +93,7 @@ def warm_up_optimizer() -> None:
     torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1, momentum=0.5)
 
 
-def timed_worker(rank: int, results: Queue, *args: object) -> None:
+def _timed_worker(rank: int, results: Queue, *args: object) -> None:
     """:func:`train_worker` timed inside its process: puts ``(rank, start, end)`` on ``results``.
 
     ``start``/``end`` are ``time.monotonic()`` (system-wide on Linux, so comparable between
@@ -100,7 +101,7 @@ def timed_worker(rank: int, results: Queue, *args: object) -> None:
 
     >>> import queue
     >>> results = queue.SimpleQueue()
-    >>> timed_worker(0, results, make_model(), *load_digits_split()[:2], 2, 0, torch.get_num_threads())
+    >>> _timed_worker(0, results, make_model(), *load_digits_split()[:2], 2, 0, torch.get_num_threads())
     >>> rank, start, end = results.get(); rank, start <= end
     (0, True)
     """
@@ -110,7 +111,7 @@ def timed_worker(rank: int, results: Queue, *args: object) -> None:
     results.put((rank, start, time.monotonic()))
 
 
-timed_worker.__wrapped__ = train_worker  # the notebook shows train_worker; this only adds the clock
+_timed_worker.__wrapped__ = train_worker  # the notebook shows train_worker; this only adds the clock
 
 
 def add_ones(
@@ -148,7 +149,7 @@ def _steps(epochs: float, nprocs: int) -> int:
 def run_hogwild(
     nprocs: int, epochs: float, method: str = "fork", threads: int = 1, seed: int = 0, timeout: float = 120.0
 ) -> dict:
-    """Measure one Hogwild run: :func:`timed_worker` in ``nprocs`` processes, ``epochs`` passes in all.
+    """Measure one Hogwild run: :func:`_timed_worker` in ``nprocs`` processes, ``epochs`` passes in all.
 
     Returns ``{"label", "nprocs", "wall", "steady", "accuracy"}``: ``wall`` from the first
     ``start()`` to the last join (start-up included), ``steady`` samples per second while the
@@ -170,7 +171,7 @@ def run_hogwild(
     results = ctx.Queue()
     steps = _steps(epochs, nprocs)
     args = (model, x, y, steps, seed, threads)
-    procs = [ctx.Process(target=timed_worker, args=(rank, results, *args)) for rank in range(nprocs)]
+    procs = [ctx.Process(target=_timed_worker, args=(rank, results, *args)) for rank in range(nprocs)]
     start = time.monotonic()
     with running(procs, timeout=timeout):
         times = [results.get(timeout=timeout) for _ in procs]  # get first, then join (notebook 03)
@@ -191,6 +192,7 @@ def run_hogwild(
 
 def run_single(epochs: float, threads: int = 1, seed: int = 0) -> dict:
     """The baseline: :func:`train_worker` in *this* process (no start-up), ``threads`` threads.
+    Notebook 05 section 4, the single-process baseline.
 
     Same result keys as :func:`run_hogwild` (``wall`` equals the training time here). This
     process's thread count and random state are restored afterwards.
@@ -223,6 +225,7 @@ def run_single(epochs: float, threads: int = 1, seed: int = 0) -> dict:
 
 def measure_speedup(epochs: float = 150, repeats: int = 5, method: str = "fork", nprocs: int = 2) -> dict:
     """Hogwild with ``nprocs`` workers against the best single process: medians of interleaved runs.
+    ``python -m helpers.hogwild`` runs it (notebook 05 section 4 and its exercise 4).
 
     First a short probe picks the faster single process (1 or 2 threads); then ``repeats`` rounds,
     each one single run and one Hogwild run, interleaved so that a change in the machine's load
@@ -304,6 +307,7 @@ def explore(nprocs: int = 2) -> dict:
 
 def main(argv: list[str] | None = None) -> dict:
     """Command line: ``python -m helpers.hogwild [--epochs 150] [--repeats 5] [--method fork]``.
+    Notebook 05 section 4 and its exercise 4 show the command.
 
     Runs :func:`measure_speedup`. For an idle 2-core measurement on a bigger machine, pin it:
     ``taskset -c 0,1 python -m helpers.hogwild``.

@@ -34,11 +34,17 @@ IMPORTING_METHODS = ("spawn", "forkserver")
 
 
 class NotImportableError(ValueError):
-    """The worker function cannot be imported by a spawn/forkserver child."""
+    """The worker function cannot be imported by a spawn/forkserver child.
+
+    Notebook 01 section 3: what a worker defined in the notebook gets under spawn and forkserver.
+    """
 
 
 class WorkerFailed(RuntimeError):
-    """A worker raised, died, or missed the deadline; the message carries the child's traceback."""
+    """A worker raised, died, or missed the deadline; the message carries the child's traceback.
+
+    What :func:`launch` raises when a worker fails (notebook 01 section 3; the exercise checkers report it).
+    """
 
     def __init__(self, message: str, rank: int | None = None, exitcode: int | None = None):
         super().__init__(message)
@@ -109,6 +115,7 @@ def launch(
     threads: int | None = 1,
 ) -> list:
     """Run ``fn(rank, *args)`` for ranks ``0..nprocs-1``, each in its own process; return results.
+    Notebook 01 section 3 and notebook 02 sections 3 and 5 (a demo that may hang or crash).
 
     - ``method``: the start method, used through ``get_context`` (never ``set_start_method``).
     - ``timeout``: seconds for the whole run; on expiry every child is terminated and
@@ -185,6 +192,7 @@ def spawn_with_deadline(
     timeout: float = 60.0,
 ) -> None:
     """``torch.multiprocessing.start_processes(fn, args, nprocs, start_method=method)``, bounded.
+    Notebook 01 section 7 (``mp.spawn`` versus ``Process``).
 
     torch calls ``fn(rank, *args)``. A child exception surfaces as torch's
     ``ProcessRaisedException`` (with the child's traceback), a crash as

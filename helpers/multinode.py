@@ -12,7 +12,7 @@ runs a set of agents with a deadline (on expiry every agent is killed with all i
 torchrun starts in sessions of their own), :func:`store_host` says which agent hosts the rendezvous
 store, :func:`kill_node` takes one node down. Worker side: ``python -m helpers.multinode`` runs
 :func:`report_and_train` (write what the worker was told, an ``all_reduce`` across the nodes, then
-:func:`helpers.ddp.train`); :func:`arm_fault` injects a failure when ``FAULT_*`` variables say so.
+:func:`helpers.ddp.train`); :func:`_arm_fault` injects a failure when ``FAULT_*`` variables say so.
 :func:`read_reports`, :func:`format_reports` and :func:`plot_timeline` read the reports back.
 
 Example::
@@ -47,8 +47,6 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
 __all__ = [
-    "WORKER_ENV",
-    "FAULT_ENV",
     "agent_command",
     "agent_environment",
     "Agent",
@@ -57,7 +55,6 @@ __all__ = [
     "kill_node",
     "wait_for",
     "report_and_train",
-    "arm_fault",
     "read_reports",
     "format_reports",
     "error_reports",
@@ -66,7 +63,7 @@ __all__ = [
 ]
 
 # What torchrun tells every worker, through its environment (notebook 09, section 1).
-WORKER_ENV = (
+_WORKER_ENV = (
     "RANK",
     "LOCAL_RANK",
     "GROUP_RANK",
@@ -77,9 +74,6 @@ WORKER_ENV = (
     "TORCHELASTIC_RESTART_COUNT",
     "TORCHELASTIC_RUN_ID",
 )
-
-# The variables :func:`arm_fault` reads: which rank fails, after which epoch's snapshot, and how.
-FAULT_ENV = ("FAULT_RANK", "FAULT_AFTER_EPOCH", "FAULT_KIND")
 
 
 # --- the parent side: agents --------------------------------------------------------------------------
@@ -164,7 +158,10 @@ def agent_environment(**extra: str) -> dict[str, str]:
 
 @dataclass
 class Agent:
-    """One running (or finished) torchrun agent started by :func:`torchrun_agents`."""
+    """One running (or finished) torchrun agent started by :func:`torchrun_agents`.
+
+    Notebook 09 sections 1-2: what :func:`torchrun_agents` yields, one per node.
+    """
 
     command: list[str]
     process: subprocess.Popen
@@ -355,7 +352,7 @@ def report_and_train(report_dir: str, snapshot: str | None = None, epochs: int =
     from helpers.ddp import train
 
     rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    report = {name: os.environ.get(name) for name in WORKER_ENV}
+    report = {name: os.environ.get(name) for name in _WORKER_ENV}
     report.update(pid=os.getpid(), agent_pid=os.getppid(), started=psutil.Process().create_time())
     # A group of our own, met through a file every node sees (MASTER_PORT is new in every round).
     store = dist.FileStore(f"{report_dir}/store-{os.environ['MASTER_PORT']}", world_size)
@@ -366,20 +363,20 @@ def report_and_train(report_dir: str, snapshot: str | None = None, epochs: int =
     path = Path(report_dir) / f"rank{rank}-pid{os.getpid()}.json"
     path.write_text(json.dumps({**report, "all_reduce": total.item(), "joined": time.time()}))
     if snapshot:
-        arm_fault(snapshot)  # does nothing unless FAULT_RANK names this rank (section 2)
+        _arm_fault(snapshot)  # does nothing unless FAULT_RANK names this rank (section 2)
         train(rank, world_size, snapshot, epochs=epochs)
     path.write_text(json.dumps({**json.loads(path.read_text()), "finished": time.time()}))
 
 
 class InjectedFault(RuntimeError):
-    """The failure :func:`arm_fault` raises in a worker when ``FAULT_KIND=raise``."""
+    """The failure :func:`_arm_fault` raises in a worker when ``FAULT_KIND=raise``."""
 
 
 def _raise_injected(signum: int, frame) -> None:
     raise InjectedFault(f"fault injected in rank {os.environ.get('RANK')} (FAULT_KIND=raise)")
 
 
-def arm_fault(snapshot: str) -> threading.Thread | None:
+def _arm_fault(snapshot: str) -> threading.Thread | None:
     """Fail this worker once the snapshot of epoch ``FAULT_AFTER_EPOCH`` exists, if ``FAULT_RANK``
     is its rank and the job starts from scratch (no snapshot yet), so a restarted group, which
     resumes from the snapshot, runs clean. ``FAULT_KIND=kill``: SIGKILL itself (a crash: no
@@ -390,7 +387,7 @@ def arm_fault(snapshot: str) -> threading.Thread | None:
     barrier), so the fault strikes during the next epoch. Returns the thread, or ``None`` when no
     fault is armed. Notebook 09, section 2.
 
-    >>> arm_fault("/nonexistent/snapshot.pt") is None  # no FAULT_RANK in this environment
+    >>> _arm_fault("/nonexistent/snapshot.pt") is None  # no FAULT_RANK in this environment
     True
     """
     fault_rank = os.environ.get("FAULT_RANK")
@@ -418,6 +415,8 @@ def arm_fault(snapshot: str) -> threading.Thread | None:
 
 def main(argv: list[str] | None = None) -> None:
     """``torchrun ... -m helpers.multinode --report-dir DIR [--snapshot PATH] [--epochs N]``.
+    What each worker of notebook 09 sections 1-2 runs (``-m helpers.multinode`` in :func:`agent_command`'s
+    entry).
 
     Runs :func:`report_and_train` under torchelastic's ``record``: an exception is written to the
     error file the agent reads (``TORCHELASTIC_ERROR_FILE``). Without ``--snapshot``: report only.
@@ -453,7 +452,7 @@ def read_reports(report_dir: str | os.PathLike) -> list[dict]:
     reports = []
     for path in Path(report_dir).glob("rank*-pid*.json"):
         report = json.loads(path.read_text())
-        for name in WORKER_ENV:
+        for name in _WORKER_ENV:
             value = report.get(name)
             if isinstance(value, str) and value.isdigit() and name != "TORCHELASTIC_RUN_ID":
                 report[name] = int(value)
@@ -461,7 +460,7 @@ def read_reports(report_dir: str | os.PathLike) -> list[dict]:
     return sorted(reports, key=lambda r: (r.get("started", 0), r.get("RANK", 0)))
 
 
-def format_reports(reports: Sequence[dict], columns: Sequence[str] = (*WORKER_ENV, "pid")) -> str:
+def format_reports(reports: Sequence[dict], columns: Sequence[str] = (*_WORKER_ENV, "pid")) -> str:
     """A text table with one row per worker report (notebook 09, sections 1-2).
 
     >>> print(format_reports([{"RANK": 0, "pid": 42}], ["RANK", "pid"]))

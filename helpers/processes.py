@@ -36,7 +36,6 @@ __all__ = [
     "run_with_deadline",
     "live_children",
     "kill_tree",
-    "INFRASTRUCTURE",
     "shared_memory_segments",
     "dev_shm_entries",
     "run_python_script",
@@ -48,7 +47,11 @@ DEV_SHM = Path("/dev/shm")
 
 @dataclass
 class ChildResult:
-    """What happened to one child started by :func:`run_with_deadline`."""
+    """What happened to one child started by :func:`run_with_deadline`.
+
+    What :func:`run_with_deadline` returns (notebook 01 section 3, notebook 07 section 7, notebook 08
+    section 1).
+    """
 
     exitcode: int | None  # None never survives reap(); negative means "killed by signal -exitcode"
     timed_out: bool  # True when the deadline passed and the child had to be terminated
@@ -63,6 +66,7 @@ class ChildResult:
 
 def reap(processes: Sequence[BaseProcess], timeout: float = 5.0) -> list[int | None]:
     """Join every process within one shared deadline, then terminate and kill the stragglers.
+    Notebook 08 sections 1 and 5; every helpers launcher reaps its children with it.
 
     Returns the exit codes in order. Processes that were never started are skipped (code None).
 
@@ -90,6 +94,7 @@ def reap(processes: Sequence[BaseProcess], timeout: float = 5.0) -> list[int | N
 @contextlib.contextmanager
 def running(processes: Sequence[BaseProcess], timeout: float = 30.0) -> Iterator[list[BaseProcess]]:
     """Start ``processes``; on leaving the block, reap them (also on error or KeyboardInterrupt).
+    Notebook 08 section 6.
 
     On a normal exit the children get what is left of ``timeout`` (counted from the start of the
     block) to finish, then are terminated; on an exception they are terminated at once. Use it
@@ -201,11 +206,13 @@ def _streams_on_fds(target: Callable[..., object], args: tuple, kwargs: dict) ->
 
 
 # multiprocessing's own long-lived helpers: started on first use, alive until their parent exits.
-INFRASTRUCTURE = ("multiprocessing.forkserver", "multiprocessing.resource_tracker")
+_INFRASTRUCTURE = ("multiprocessing.forkserver", "multiprocessing.resource_tracker")
 
 
 def live_children(include_infrastructure: bool = False) -> list[psutil.Process]:
     """The running descendants of this process (zombies excluded): what a leak check looks for.
+    Every notebook asserts ``live_children() == []`` after its demos (e.g. notebook 01 section 7, notebook
+    03 section 4).
 
     multiprocessing's forkserver and resource tracker are left out unless
     ``include_infrastructure``: they are started once and live as long as this process does.
@@ -221,13 +228,14 @@ def live_children(include_infrastructure: bool = False) -> list[psutil.Process]:
             if child.status() == psutil.STATUS_ZOMBIE:
                 continue
             cmdline = " ".join(child.cmdline())
-            if include_infrastructure or not any(name in cmdline for name in INFRASTRUCTURE):
+            if include_infrastructure or not any(name in cmdline for name in _INFRASTRUCTURE):
                 children.append(child)
     return children
 
 
 def shared_memory_segments(pid: int | None = None) -> list[str]:
     """Shared-memory objects a process holds open or mapped (Linux; ``[]`` elsewhere).
+    Notebook 02 section 1.
 
     Lists the targets of ``/proc/PID/fd`` and the mapped files of ``/proc/PID/maps`` that live in
     ``/dev/shm``, each once. Under torch's ``file_descriptor`` strategy they appear as
@@ -257,6 +265,8 @@ def shared_memory_segments(pid: int | None = None) -> list[str]:
 
 def dev_shm_entries() -> set[str]:
     """Names currently in ``/dev/shm`` (empty set where it does not exist): the leak check's view.
+    Used by the doctor's /dev/shm check (notebook 00 section 5) and by ``helpers.shared.torch_entries_of``
+    (notebook 02, Too many open files).
 
     >>> isinstance(dev_shm_entries(), set)
     True
@@ -268,6 +278,7 @@ def dev_shm_entries() -> set[str]:
 
 def kill_tree(pid: int, grace: float = 10.0) -> list[int]:
     """SIGTERM process ``pid`` and all its descendants; SIGKILL whatever is left after ``grace`` s.
+    Notebook 08 sections 5 (the stop button) and 7.
 
     The descendants are listed *before* anything is signalled: a launcher such as torchrun starts
     its workers in sessions of their own, so killing the launcher's process group misses them, and
@@ -304,6 +315,7 @@ def run_python_script(
     env: Mapping[str, str | None] | None = None,
 ) -> subprocess.CompletedProcess:
     """Run ``source`` as a script file in a fresh interpreter, in a temporary directory; bounded.
+    Notebook 01 sections 1 and 5 (a script run as a file, with its own start method and guard).
 
     For lessons that need a real ``__main__`` (the ``if __name__ == "__main__":`` guard) or a
     pristine interpreter (``set_start_method`` can only be called once per process; a process that

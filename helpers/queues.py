@@ -54,7 +54,6 @@ __all__ = [
     "put_tensor",
     "pool_producer",
     "run_buffer_pool",
-    "HANDOFF_METHODS",
     "handoff_consumer",
     "handoff_times",
     "speedups",
@@ -68,6 +67,7 @@ MB = 2**20
 
 def pickled_size(obj: object) -> int:
     """Bytes that cross a Queue or Pipe for ``obj``: the length of its ``ForkingPickler`` pickle.
+    Notebook 03 section 1.
 
     A tensor pickles to a small handle (its storage is moved to shared memory); a NumPy array to all
     of its bytes. The pickle is loaded back here, so the handle is consumed and nothing leaks.
@@ -86,6 +86,7 @@ def pickled_size(obj: object) -> int:
 
 def feeder_threads() -> int:
     """How many ``multiprocessing.Queue`` feeder threads this process runs now.
+    Notebook 03 section 2 (a Queue's feeder thread; a Pipe has none).
 
     >>> feeder_threads() >= 0
     True
@@ -95,6 +96,7 @@ def feeder_threads() -> int:
 
 def pipe_doubler(conn: Connection) -> None:
     """Child end of a duplex ``Pipe``: receive tensors, send back ``2 * t``, stop on ``None``.
+    Notebook 03 section 2.
 
     Waits at most 30 s for each message (``poll``), so a parent that vanishes cannot strand it.
     Shown here in one process, both ends of the pipe in this process:
@@ -118,6 +120,7 @@ def consume(
     rank: int, inbox: MPQueue | queue.Queue, outbox: MPQueue | queue.Queue, timeout: float = 30.0
 ) -> None:
     """Consumer: take tensors from ``inbox`` until a ``None`` sentinel, report ``(rank, sum)`` each.
+    Notebook 03 sections 1 and 3.
 
     Puts ``("done", rank)`` when it sees its sentinel. Every get is bounded by ``timeout``.
 
@@ -140,6 +143,7 @@ def consume(
 
 def put_array(q: MPQueue | MPSimpleQueue | queue.Queue, nbytes: int) -> None:
     """Producer: put one float32 NumPy array of ``nbytes`` bytes (pickled whole), then exit.
+    Notebook 03 section 4 (join before get).
 
     >>> q = mp.get_context("spawn").SimpleQueue()
     >>> put_array(q, 16)
@@ -157,6 +161,7 @@ def put_tensor(
     timeout: float = 30.0,
 ) -> None:
     """Producer: put one float32 tensor of ``nbytes`` bytes (a shared-memory handle), then exit.
+    Notebook 03 section 4 (join before get).
 
     With an Event ``consumed``, stay alive until it is set (at most ``timeout`` s): the consumer
     fetches the shared memory from this process, which must still exist then.
@@ -184,6 +189,7 @@ def pool_producer(
 ) -> None:
     """Producer side of a buffer pool: take a free buffer index, fill that buffer in place, pass the
     index on; ``None`` at the end. Only small integers cross the queues; the data never moves.
+    Notebook 03 section 5.
 
     >>> import queue
     >>> buffers, free, full = [torch.zeros(2), torch.zeros(2)], queue.Queue(), queue.Queue()
@@ -210,6 +216,7 @@ def run_buffer_pool(
     """A producer process and this (consumer) process pass ``n_buffers`` pre-shared buffers back and
     forth ``n_items`` times. Returns items checked, indices used, and whether the buffers kept their
     storage (same ``data_ptr`` before and after: nothing was reallocated).
+    Notebook 03 section 5.
 
     >>> r = run_buffer_pool(2, 6, numel=100, method=FAST_METHOD); r["all_correct"], r["same_storage"]
     (True, True)
@@ -243,7 +250,7 @@ def run_buffer_pool(
 
 # --- the handoff benchmark ---------------------------------------------------------------------
 
-HANDOFF_METHODS = (
+_HANDOFF_METHODS = (
     "pickled numpy",
     "pickled numpy, Pipe",
     "fresh tensor",
@@ -295,16 +302,17 @@ def _payload(how: str, size_mb: float, value: float, cache: dict):
 
 def handoff_times(
     sizes_mb: Sequence[float] = (1, 16, 256),
-    methods: Sequence[str] = HANDOFF_METHODS,
+    methods: Sequence[str] = _HANDOFF_METHODS,
     repeat: int = 3,
     method: str = FAST_METHOD,
     budget_s: float = 2.0,
 ) -> list[dict]:
     """Median seconds to hand one float32 payload of each size to a consumer process, per method.
+    Notebook 03 section 6.
 
     Timed: from ``put`` until the consumer's acknowledgement arrives (the consumer has the object
-    and has read its last element). Building the payload is not timed. Methods
-    (:data:`HANDOFF_METHODS`): ``pickled numpy`` (bytes through a Queue), ``pickled numpy, Pipe``
+    and has read its last element). Building the payload is not timed. Methods (all by
+    default): ``pickled numpy`` (bytes through a Queue), ``pickled numpy, Pipe``
     (the same bytes through a Pipe: no feeder thread), ``fresh tensor`` (storage
     moved to shared memory on put), ``pre-shared tensor`` (created with ``share_memory_()``: only a
     handle crosses), ``reused buffer`` (written in place into a buffer the consumer mapped at start:
@@ -314,12 +322,14 @@ def handoff_times(
     one run.
 
     >>> rows = handoff_times(sizes_mb=(1,), repeat=1, method=FAST_METHOD)
-    >>> [r["method"] for r in rows] == list(HANDOFF_METHODS)
+    >>> [r["method"] for r in rows] == list(_HANDOFF_METHODS)
     True
     """
-    unknown = set(methods) - set(HANDOFF_METHODS)
+    unknown = set(methods) - set(_HANDOFF_METHODS)
     if unknown or repeat < 1:
-        raise ValueError(f"methods must come from {HANDOFF_METHODS} and repeat >= 1; got {unknown}, {repeat}")
+        raise ValueError(
+            f"methods must come from {_HANDOFF_METHODS} and repeat >= 1; got {unknown}, {repeat}"
+        )
     ctx = mp.get_context(method)
     rows = []
     for how in methods:
@@ -365,6 +375,7 @@ def _handoff_once(send, acks, payload, expected: float) -> float:
 
 def speedups(rows: list[dict], baseline: str = "pickled numpy") -> dict:
     """``{size_mb: {method: baseline_seconds / method_seconds}}`` from :func:`handoff_times` rows.
+    Notebook 03 section 6.
 
     >>> speedups([{"method": "pickled numpy", "size_mb": 1, "seconds": 2.0},
     ...           {"method": "pre-shared tensor", "size_mb": 1, "seconds": 0.5}])
@@ -380,13 +391,14 @@ def speedups(rows: list[dict], baseline: str = "pickled numpy") -> dict:
     return table
 
 
-_COLORS = dict(zip(HANDOFF_METHODS, ("#d95f02", "#e6ab02", "#7570b3", "#1b9e77", "#e7298a"), strict=True))
+_COLORS = dict(zip(_HANDOFF_METHODS, ("#d95f02", "#e6ab02", "#7570b3", "#1b9e77", "#e7298a"), strict=True))
 
 
 def plot_handoff(
     rows: list[dict], title: str = "Handing a payload to another process"
 ) -> tuple[Figure, Axes]:
     """Log-log plot of handoff time (ms) against payload size (MB), one line per method.
+    Notebook 03 section 6.
 
     >>> fig, ax = plot_handoff([{"method": "fresh tensor", "size_mb": 1, "seconds": 0.01},
     ...                         {"method": "fresh tensor", "size_mb": 16, "seconds": 0.02}])
@@ -415,7 +427,7 @@ def plot_handoff(
 def compare_handoff(size_mb: int = 16, repeat: int = 2, method: str = FAST_METHOD) -> list[dict]:
     """Widget callback for notebook 03: time every handoff method at one size, draw bars (log scale).
 
-    >>> len(compare_handoff(1, repeat=1, method=FAST_METHOD)) == len(HANDOFF_METHODS)
+    >>> len(compare_handoff(1, repeat=1, method=FAST_METHOD)) == len(_HANDOFF_METHODS)
     True
     """
     import matplotlib.pyplot as plt

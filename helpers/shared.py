@@ -41,7 +41,6 @@ __all__ = [
     "increment_counter",
     "increment_own_slot",
     "RACE_MODES",
-    "count_in_processes",
     "race_demo",
     "strategy_footprint",
     "fd_limit_probe",
@@ -54,6 +53,7 @@ FAST_METHOD = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
 
 def memory_region(t: torch.Tensor) -> str:
     """Where ``t``'s storage lives: the ``/proc/self/maps`` region holding its first byte (Linux).
+    Notebook 02 section 1.
 
     A private allocation shows as ``[heap]`` or ``[anonymous]``; a shared one as
     ``/dev/shm/torch_... (deleted)`` (``file_descriptor``: unlinked at once, alive while mapped) or
@@ -76,6 +76,7 @@ def memory_region(t: torch.Tensor) -> str:
 
 def add_in_place(rank: int, t: torch.Tensor) -> None:
     """``t.add_(1)``: writes into the storage the parent shares.
+    Notebook 02 section 2.
 
     >>> x = torch.zeros(2); add_in_place(0, x); x.tolist()
     [1.0, 1.0]
@@ -86,6 +87,7 @@ def add_in_place(rank: int, t: torch.Tensor) -> None:
 
 def add_plus_equals(rank: int, t: torch.Tensor) -> None:
     """``t += 1``: also in place (``Tensor.__iadd__``), although it reads like a rebinding.
+    Notebook 02 section 2.
 
     >>> x = torch.zeros(2); add_plus_equals(0, x); x.tolist()
     [1.0, 1.0]
@@ -96,6 +98,7 @@ def add_plus_equals(rank: int, t: torch.Tensor) -> None:
 
 def add_and_rebind(rank: int, t: torch.Tensor) -> None:
     """``t = t + 1``: a new tensor in this process; the shared storage is untouched.
+    Notebook 02 section 2.
 
     >>> x = torch.zeros(2); add_and_rebind(0, x); x.tolist()
     [0.0, 0.0]
@@ -106,6 +109,7 @@ def add_and_rebind(rank: int, t: torch.Tensor) -> None:
 
 def fill_and_report(rank: int, t: torch.Tensor, value: float) -> float:
     """Fill ``t`` with ``value`` and return what this process then reads back from it.
+    Notebook 02 section 3 (fork's copy-on-write is not sharing).
 
     >>> fill_and_report(0, torch.zeros(2), 7.0)
     7.0
@@ -117,6 +121,7 @@ def fill_and_report(rank: int, t: torch.Tensor, value: float) -> float:
 
 def write_through_numpy(rank: int, t: torch.Tensor) -> None:
     """Write ``rank + 100`` at index ``rank`` through a NumPy view (``t.numpy()``, no copy).
+    Notebook 02 section 6.
 
     >>> x = torch.zeros(2); write_through_numpy(1, x); x.tolist()
     [0.0, 101.0]
@@ -128,6 +133,7 @@ def write_through_numpy(rank: int, t: torch.Tensor) -> None:
 
 def nudge_weights(rank: int, model: torch.nn.Module, amount: float = 1.0) -> None:
     """Add ``amount`` to every parameter of ``model`` in place (under ``no_grad``).
+    Notebook 02 section 1.
 
     >>> m = torch.nn.Linear(1, 1); before = m.bias.item(); nudge_weights(0, m, 0.5)
     >>> round(m.bias.item() - before, 4)
@@ -143,6 +149,7 @@ def increment_counter(
     rank: int, counter: torch.Tensor, n: int, lock: contextlib.AbstractContextManager | None = None
 ) -> None:
     """Add 1 to ``counter[0]`` ``n`` times: read, yield the CPU, write (under ``lock`` if given).
+    Notebook 02 section 4.
 
     The yield (``time.sleep(0)``) widens the window between read and write, so that without a
     lock another process's increments land in it and are overwritten: lost updates, every run.
@@ -162,6 +169,7 @@ def increment_counter(
 
 def increment_own_slot(rank: int, counts: torch.Tensor, n: int) -> None:
     """The lock-free fix: each rank increments only ``counts[rank]`` (same read/yield/write).
+    Notebook 02 section 4.
 
     >>> c = torch.zeros(2, dtype=torch.int64); increment_own_slot(1, c, 3); c.tolist()
     [0, 3]
@@ -176,7 +184,7 @@ def increment_own_slot(rank: int, counts: torch.Tensor, n: int) -> None:
 RACE_MODES = ("no lock", "lock", "one slot per rank")
 
 
-def count_in_processes(
+def _count_in_processes(
     nprocs: int = 2, n: int = 2000, mode: str = "no lock", method: str = FAST_METHOD, timeout: float = 60.0
 ) -> dict:
     """``nprocs`` processes each add 1 ``n`` times to a shared count; how many updates survive?
@@ -184,7 +192,7 @@ def count_in_processes(
     ``mode`` is one of :data:`RACE_MODES`. Returns ``expected``, ``counted``, ``lost`` and
     ``seconds`` (wall time including process start-up).
 
-    >>> count_in_processes(2, 50, mode="lock", method=FAST_METHOD)["lost"]
+    >>> _count_in_processes(2, 50, mode="lock", method=FAST_METHOD)["lost"]
     0
     """
     if mode not in RACE_MODES:
@@ -213,7 +221,7 @@ def count_in_processes(
 
 
 def race_demo(nprocs: int = 2, mode: str = "no lock", n: int = 2000, method: str = FAST_METHOD) -> dict:
-    """Widget callback for notebook 02: run :func:`count_in_processes`, draw expected vs counted.
+    """Widget callback for notebook 02: run :func:`_count_in_processes`, draw expected vs counted.
 
     >>> race_demo(2, "one slot per rank", n=20, method=FAST_METHOD)["lost"]
     0
@@ -222,7 +230,7 @@ def race_demo(nprocs: int = 2, mode: str = "no lock", n: int = 2000, method: str
 
     from helpers.plotting import bar_chart, new_figure
 
-    result = count_in_processes(nprocs, n, mode=mode, method=method)
+    result = _count_in_processes(nprocs, n, mode=mode, method=method)
     fig, ax = new_figure(f"{nprocs} processes, {mode}: {result['lost']:,} updates lost", "", "count")
     bar_chart(
         ax,
@@ -298,6 +306,7 @@ def fd_limit_probe(rank: int, strategy: str, limit: int = 128, count: int = 300)
 
 def torch_entries_of(pid: int) -> list[str]:
     """``/dev/shm`` names that torch created in process ``pid`` (``torch_<pid>_...``).
+    Notebook 02 section 5, Too many open files.
 
     >>> torch_entries_of(os.getpid())
     []

@@ -7,10 +7,11 @@ what executes. ``tests/test_shown_code.py`` checks that every notebook does this
 
 Example::
 
-    >>> from helpers.source import source_listing
-    >>> listing = source_listing(source_listing)
-    >>> listing.text.splitlines()[0]
-    'def source_listing(obj: object) -> SourceListing:'
+    >>> from helpers.source import show_source
+    >>> show_source(show_source)  # doctest: +ELLIPSIS
+    # helpers.source.show_source · helpers/source.py, line ...
+    def show_source(obj: object) -> None:
+    ...
 """
 
 from __future__ import annotations
@@ -20,11 +21,11 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["SourceListing", "source_listing", "show_source"]
+__all__ = ["show_source"]
 
 
 @dataclass(frozen=True)
-class SourceListing:
+class _SourceListing:
     """The source of one object and where it lives; displays highlighted in Jupyter, as text elsewhere."""
 
     name: str
@@ -46,13 +47,13 @@ class SourceListing:
         printer.text(str(self))
 
 
-def source_listing(obj: object) -> SourceListing:
+def _source_listing(obj: object) -> _SourceListing:
     """The live source of ``obj`` (a function, class or method) with its module, file and first line.
 
     Used by ``show_source`` in every notebook that starts a worker.
 
-    >>> source_listing(SourceListing).name
-    'helpers.source.SourceListing'
+    >>> _source_listing(_SourceListing).name
+    'helpers.source._SourceListing'
     """
     target = obj
     try:
@@ -69,20 +70,21 @@ def source_listing(obj: object) -> SourceListing:
         shown_path = path.resolve().relative_to(package_root)
     except ValueError:
         shown_path = path
-    return SourceListing(name, f"{name} · {shown_path}, line {first}", textwrap.dedent("".join(lines)))
+    return _SourceListing(name, f"{name} · {shown_path}, line {first}", textwrap.dedent("".join(lines)))
 
 
 def show_source(obj: object) -> None:
     """Display the live source of ``obj``, highlighted in a notebook (printed in a script).
 
-    Every notebook calls it right before it starts a ``helpers`` worker in another process.
+    Every notebook calls it right before it starts a ``helpers`` worker in another process (notebook
+    00 section 1 first, then notebooks 01-09 wherever a worker is shown).
 
-    >>> show_source(source_listing)  # doctest: +ELLIPSIS
-    # helpers.source.source_listing · helpers/source.py, line ...
-    def source_listing(obj: object) -> SourceListing:
+    >>> show_source(_source_listing)  # doctest: +ELLIPSIS
+    # helpers.source._source_listing · helpers/source.py, line ...
+    def _source_listing(obj: object) -> _SourceListing:
     ...
     """
-    listing = source_listing(obj)
+    listing = _source_listing(obj)
     try:
         from IPython import get_ipython
         from IPython.display import display

@@ -93,6 +93,7 @@ def what_i_inherit(rank: int, fd: int, results: mp.queues.Queue) -> None:
 
 def report_rank(rank: int, results: mp.queues.Queue) -> None:
     """For ``torch.multiprocessing.spawn``: put ``(rank, pid)`` on ``results``.
+    Notebook 01 section 7 starts it with ``mp.spawn``.
 
     ``mp.spawn`` calls ``fn(rank, *args)``: the rank comes first, always.
 
@@ -107,6 +108,7 @@ def report_rank(rank: int, results: mp.queues.Queue) -> None:
 
 def fail_on_rank(rank: int, bad_rank: int, others_sleep: float = 30.0) -> None:
     """Raise on ``bad_rank``; the other ranks sleep, so torch must terminate them.
+    Notebook 01 section 7: what ``mp.spawn`` does when one rank fails.
 
     >>> fail_on_rank(0, bad_rank=0)
     Traceback (most recent call last):

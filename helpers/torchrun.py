@@ -50,6 +50,7 @@ def run_torchrun(
     command: Sequence[str], timeout: float = 120.0, cwd: str | None = None
 ) -> subprocess.CompletedProcess:
     """Run ``command`` (from :func:`torchrun_command`) with its output captured, bounded by ``timeout``.
+    Notebook 06 section 7 runs the training function under torchrun with it.
 
     Returns the ``CompletedProcess`` (``returncode``, ``stdout`` with stderr merged in). Past the
     timeout the agent and all its workers are killed and ``subprocess.TimeoutExpired`` is raised.

@@ -31,7 +31,7 @@ def test_the_batch_script_trains_on_two_stand_in_nodes(tmp_path):
     entry = ["-m", "helpers.multinode", "--report-dir", str(reports), "--snapshot", str(snapshot)]
     job = tmp_path / "job.sh"
     job.write_text(cluster.slurm_script(2, 0, entry, port=ddp.free_port(), max_restarts=0))
-    done = cluster.run_batch_locally(job, nodes=2, workdir=tmp_path, timeout=240, job_id=4242)
+    done = cluster._run_batch_locally(job, nodes=2, workdir=tmp_path, timeout=240, job_id=4242)
     assert done.returncode == 0, done.stdout[-3000:]
     assert "job 4242: 2 node(s) x 1 worker(s), world 2, rendezvous at 127.0.0.1:" in done.stdout
     found = multinode.read_reports(reports)
@@ -48,7 +48,7 @@ def test_srun_stand_in_stops_the_other_tasks_when_one_fails(tmp_path):
     job = tmp_path / "job.sh"
     job.write_text("srun --kill-on-bad-exit=1 bash -c '[ \"$SLURM_NODEID\" = 1 ] && exit 3; sleep 60'\n")
     start = time.monotonic()
-    done = cluster.run_batch_locally(job, nodes=2, workdir=tmp_path, timeout=60)
+    done = cluster._run_batch_locally(job, nodes=2, workdir=tmp_path, timeout=60)
     assert done.returncode == 3 and time.monotonic() - start < 30
     assert not live_children()
 
@@ -57,10 +57,10 @@ def test_a_batch_script_past_its_deadline_is_killed_with_everything_it_started(t
     job = tmp_path / "job.sh"
     job.write_text("srun bash -c 'sleep 60'\n")
     with pytest.raises(subprocess.TimeoutExpired):
-        cluster.run_batch_locally(job, nodes=2, workdir=tmp_path, timeout=2)
+        cluster._run_batch_locally(job, nodes=2, workdir=tmp_path, timeout=2)
     assert not live_children()
 
 
 def test_the_stand_ins_say_they_are_stand_ins():
     for name in ("srun", "scontrol"):
-        assert "STAND-IN" in (Path(cluster.SLURM_STANDINS) / name).read_text()
+        assert "STAND-IN" in (Path(cluster._SLURM_STANDINS) / name).read_text()

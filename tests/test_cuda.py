@@ -54,7 +54,7 @@ def test_unknown_demo_is_refused():
 
 def test_transcript_format_round_trips_its_header():
     info = {"device": "GPU X", "driver": "1.2", "torch": "2.11.0", "cuda_runtime": "12.8", "date": "d"}
-    header, text = ct.read_transcript_text(ct.format_transcript(info, {}))
+    header, text = ct._read_transcript_text(ct.format_transcript(info, {}))
     assert {k: header[k] for k in info} == info
     banner = ct.recorded_banner(header)
     assert banner.startswith("RECORDED on GPU X") and "driver 1.2" in banner and "torch 2.11.0" in banner

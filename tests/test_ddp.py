@@ -6,6 +6,7 @@ Each launch of ranks costs seconds (spawn children import torch), so one module-
 
 from __future__ import annotations
 
+import inspect
 import socket
 import subprocess
 import sys
@@ -21,7 +22,6 @@ import torch.nn.functional as F
 from helpers import ddp
 from helpers.digits import load_digits_split, make_model
 from helpers.processes import live_children
-from helpers.source import source_listing
 from helpers.torchrun import run_torchrun, torchrun_command
 
 pytestmark = pytest.mark.timeout(600)  # a loaded 2-core machine needs tens of seconds per launch
@@ -102,6 +102,7 @@ def test_a_finished_run_restarted_does_nothing(tmp_path):
 # The displayed source of train, retyped by a learner: the imports and constants it needs, the
 # function exactly as notebook 06 shows it, and the usual entry point.
 SCRIPT_HEAD = f"""\
+import inspect
 import os
 import socket
 import sys
@@ -138,7 +139,7 @@ if __name__ == "__main__":
 
 def test_the_displayed_train_runs_as_a_script_under_torchrun_and_mp_spawn(notebook_run, tmp_path):
     script = tmp_path / "train_digits.py"
-    script.write_text(SCRIPT_HEAD + source_listing(ddp.train).text + SCRIPT_MAIN)
+    script.write_text(SCRIPT_HEAD + inspect.getsource(ddp.train) + SCRIPT_MAIN)
     under_torchrun = run_torchrun(torchrun_command(2, str(script), "torchrun.pt"), timeout=400, cwd=tmp_path)
     assert under_torchrun.returncode == 0, under_torchrun.stdout[-3000:]
     under_spawn = subprocess.run(

@@ -276,10 +276,10 @@ def test_more_threads_than_usable_cpus_warn():
 
 
 def test_cgroup_quotas_read_as_cpus():
-    assert doctor.cpu_quota("max 100000") is None
-    assert doctor.cpu_quota("150000 100000") == 1.5
-    assert doctor.cpu_quota(quota_us="-1", period_us="100000") is None
-    assert doctor.cpu_quota(quota_us="400000", period_us="100000") == 4.0
+    assert doctor._cpu_quota("max 100000") is None
+    assert doctor._cpu_quota("150000 100000") == 1.5
+    assert doctor._cpu_quota(quota_us="-1", period_us="100000") is None
+    assert doctor._cpu_quota(quota_us="400000", period_us="100000") == 4.0
 
 
 # --- CUDA (the CPU answers here; the GPU path where a GPU is lent) --------------------------------
@@ -305,18 +305,18 @@ def test_cuda_seen_from_outside_a_process_that_never_loaded_libcuda():
 
 
 def test_importing_torch_does_not_initialise_cuda_and_a_missing_module_is_bad_input():
-    assert doctor.which_imports_initialise_cuda(["json", "torch"]) == []
+    assert doctor._which_imports_initialise_cuda(["json", "torch"]) == []
     finding = one("imports initialise CUDA", imports=["json", "torch"])
     assert finding.status == "ok" and "none of json, torch" in finding.measured
     with pytest.raises(DoctorError, match="no_such_module"):
-        doctor.which_imports_initialise_cuda(["no_such_module"])
+        doctor._which_imports_initialise_cuda(["no_such_module"])
     assert one("imports initialise CUDA", imports=["no_such_module"]).status == "fail"
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU: run where one is lent")
 def test_an_import_that_initialises_cuda_is_named(module_dir):
     (module_dir / "doctor_cuda_import.py").write_text("import torch\ntorch.cuda.init()\n")
-    assert doctor.which_imports_initialise_cuda(["json", "doctor_cuda_import"]) == ["doctor_cuda_import"]
+    assert doctor._which_imports_initialise_cuda(["json", "doctor_cuda_import"]) == ["doctor_cuda_import"]
     finding = one("imports initialise CUDA", imports=["doctor_cuda_import"])
     assert finding.status == "warn"
     initialised = check_in_fresh_interpreter(

@@ -45,12 +45,13 @@ def test_the_fixes_finish(method, used_thread_pool):
     assert report.finished and not report.hung and report.stack == "", report
 
 
-def test_openmp_fixes_lists_every_available_variant(used_thread_pool):
-    reports = fh.openmp_fixes(hang_timeout=3, timeout=60)
-    assert [r.method for r in reports] == [m for _, m, _ in fh.FIX_VARIANTS if m in METHODS]
-    assert all(r.finished for r in reports if r.threads == 1 or r.method != "fork")
-    fig = fh.plot_fixes(reports)
-    assert fig.axes
+def test_plot_fixes_draws_one_bar_per_report_and_hatches_the_hung_one():
+    reports = [
+        fh.HangReport("fork, inherited threads (hangs)", "fork", None, False, 3.0, 3.0, -15, timed_out=True),
+        fh.HangReport("spawn", "spawn", None, True, 1.2, 60.0),
+    ]
+    bars = fh.plot_fixes(reports).axes[0].patches
+    assert len(bars) == 2 and bars[0].get_hatch() == "//" and not bars[1].get_hatch()
 
 
 def test_fork_hang_report_refuses_bad_input():

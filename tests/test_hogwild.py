@@ -60,11 +60,11 @@ def test_the_notebook_launch_trains_the_shared_model_under_every_start_method(me
 
 
 def test_timed_worker_wraps_train_worker_and_reports_its_times(data):
-    assert hogwild.timed_worker.__wrapped__ is hogwild.train_worker
+    assert hogwild._timed_worker.__wrapped__ is hogwild.train_worker
     results = queue.SimpleQueue()
     threads = torch.get_num_threads()
     try:
-        hogwild.timed_worker(3, results, make_model(), data[0], data[1], 2)
+        hogwild._timed_worker(3, results, make_model(), data[0], data[1], 2)
     finally:
         torch.set_num_threads(threads)
     rank, start, end = results.get_nowait()

@@ -5,9 +5,11 @@ the coursework, an exercise or its solution, a Python example in the README, or 
 module. A public name nobody uses is either dead code or a lesson that lost its notebook: remove it
 (and note it in CHANGELOG.md), or use it where it teaches something.
 
-While several branches rewrite notebooks at once, a name can look unused here only because the
-notebook that will use it lives on another branch: the failure lists each name with its module, so
-it can be re-run after the merge.
+One narrow rule covers command lines: a module that README.md or a notebook runs as
+``python -m helpers.X`` is a user of its ``main`` and of the names ``main`` uses, including the names
+inside a module-level constant that ``main`` uses (``helpers.cuda.GPU_DEMOS``: the demos its command
+line runs by name). Only ``main``'s own body counts, not what the functions it calls use, so an
+internal helper stays private.
 """
 
 from __future__ import annotations
@@ -68,23 +70,40 @@ def users() -> dict[str, set[str]]:
             sources[str(path.relative_to(ROOT))] = names_in_code(path.read_text())
     for index, example in enumerate(readme_examples()):
         sources[f"README.md example {index}"] = names_in_code(example)
+    commands = shown_commands()
+    for module_name in gen.module_names():
+        if module_name in commands:
+            sources[f"python -m {module_name}"] = names_main_uses(module_name)
     return sources
 
 
-# Modules whose notebooks other branches are rebuilding at the time of writing: their unused names
-# are reported as expected failures until the merge. Empty this set once those branches are merged.
-PENDING_MERGE = {
-    "helpers.cuda",
-    "helpers.ddp",
-    "helpers.hogwild",
-    "helpers.launch",
-    "helpers.processes",
-    "helpers.queues",
-    "helpers.shared",
-    "helpers.source",
-    "helpers.start_methods",
-    "helpers.doctor",
-}
+def shown_commands() -> set[str]:
+    """The ``helpers`` modules that README.md or a notebook runs as ``python -m helpers.X``."""
+    texts = [(ROOT / "README.md").read_text()]
+    texts += [path.read_text() for path in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")]
+    return set(re.findall(r"-m (helpers(?:\.\w+)+)", "\n".join(texts)))
+
+
+def names_main_uses(module_name: str) -> set[str]:
+    """``main`` and the names its body uses; a module-level constant it uses adds the names inside it.
+
+    >>> {"main", "GPU_DEMOS", "run_gpu_demos"} <= names_main_uses("helpers.cuda")
+    True
+    """
+    path = ROOT / (module_name.replace(".", "/") + ".py")
+    tree = ast.parse(path.read_text())
+    main = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "main"), None)
+    if main is None:
+        return set()
+    if ast.get_docstring(main) is not None:
+        main.body = main.body[1:]  # the docstring explains; only code counts
+    used = {"main"} | names_in_code(ast.unparse(main))
+    for node in tree.body:
+        if isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id in used for t in targets) and node.value is not None:
+                used |= names_in_code(ast.unparse(node.value))
+    return used
 
 
 def _annotation_names(module) -> set[str]:
@@ -117,12 +136,18 @@ SOURCES = users()
 @pytest.mark.parametrize("module_name", gen.module_names())
 def test_every_public_helpers_name_is_used_outside_its_module(module_name):
     unused = unused_public_names(module_name, SOURCES)
-    if unused and module_name in PENDING_MERGE:
-        pytest.xfail(f"{module_name}: unused on this branch (re-run after the merge): {unused}")
     assert not unused, (
         f"{module_name}: public names used by no notebook, script, coursework, exercise, README example or "
         f"other module: {unused}. Remove them (and say so in CHANGELOG.md), or use them where they teach."
     )
+
+
+def test_the_command_line_rule_is_narrow():
+    assert {"helpers.cuda", "helpers.doctor", "helpers.hogwild"} <= shown_commands()
+    # what main's callees use does not count: the doctor's CPU check calls usable_cpus, main does not
+    doctor_cli = names_main_uses("helpers.doctor")
+    assert "check" in doctor_cli and "usable_cpus" not in doctor_cli
+    assert names_main_uses("helpers.launch") == set()  # no main, no command line
 
 
 def test_the_usage_scan_sees_code_strings_and_ignores_docstrings():
@@ -138,6 +163,4 @@ def test_every_public_callable_says_which_notebook_uses_it(module_name):
         for name in module.__all__
         if callable(getattr(module, name)) and "otebook" not in (inspect.getdoc(getattr(module, name)) or "")
     ]
-    if silent and module_name in PENDING_MERGE:
-        pytest.xfail(f"{module_name}: docstrings without a notebook (re-run after the merge): {silent}")
     assert not silent, f"{module_name}: say in the docstring which notebook section uses {silent}"

@@ -150,7 +150,7 @@ def test_run_buffer_pool_reuses_the_same_storages(method):
 def test_handoff_times_small_sizes(method):
     rows = qu.handoff_times(sizes_mb=(0.25, 1), repeat=2, method=method)  # 4 consumer processes
     assert [(r["method"], r["size_mb"]) for r in rows] == [
-        (m, s) for m in qu.HANDOFF_METHODS for s in (0.25, 1)
+        (m, s) for m in qu._HANDOFF_METHODS for s in (0.25, 1)
     ]
     assert all(r["seconds"] > 0 and 1 <= len(r["times"]) <= 2 for r in rows)
 
@@ -174,4 +174,4 @@ def test_speedups_and_plot():
 
 def test_compare_handoff_widget_callback():
     rows = qu.compare_handoff(size_mb=1, repeat=1)
-    assert [r["method"] for r in rows] == list(qu.HANDOFF_METHODS)
+    assert [r["method"] for r in rows] == list(qu._HANDOFF_METHODS)

@@ -74,21 +74,21 @@ def test_increment_workers_in_process():
 
 @pytest.mark.parametrize("method", FAST_AND_SPAWN)
 def test_count_in_processes_lock_and_slots_lose_nothing(method):
-    locked = sh.count_in_processes(2, 200, mode="lock", method=method)
-    slots = sh.count_in_processes(2, 200, mode="one slot per rank", method=method)
+    locked = sh._count_in_processes(2, 200, mode="lock", method=method)
+    slots = sh._count_in_processes(2, 200, mode="one slot per rank", method=method)
     assert locked["expected"] == slots["expected"] == 400 and locked["lost"] == slots["lost"] == 0
 
 
 def test_count_in_processes_without_lock_never_overcounts():
-    r = sh.count_in_processes(3, 500, mode="no lock")
+    r = sh._count_in_processes(3, 500, mode="no lock")
     assert 0 < r["counted"] <= r["expected"] and r["lost"] == r["expected"] - r["counted"]
 
 
 def test_count_in_processes_rejects_bad_input():
     with pytest.raises(ValueError, match="mode must be one of"):
-        sh.count_in_processes(mode="atomic")
+        sh._count_in_processes(mode="atomic")
     with pytest.raises(ValueError, match="at least 1"):
-        sh.count_in_processes(nprocs=0)
+        sh._count_in_processes(nprocs=0)
 
 
 def test_race_demo_widget_callback_returns_the_counts():
