@@ -14,6 +14,22 @@ from helpers.processes import live_children, run_with_deadline, running
 from tests.workers import METHODS
 
 
+@pytest.fixture
+def default_sigint():
+    """SIGINT as a fresh interpreter has it (handled, not blocked), in this process and so in its children.
+
+    In one full CI-style run (pytest-xdist, 4 workers), a worker process had SIGINT ignored or blocked
+    by the time these tests ran there, and its children inherited that: an interrupted plain child
+    and an mp.spawn child (whose parent-death signal is SIGINT) never exited. What set it was not
+    found; these tests are about what the children do with the usual disposition.
+    """
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    blocked = signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    yield
+    signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+    signal.signal(signal.SIGINT, previous)
+
+
 @pytest.mark.parametrize("method", METHODS)
 def test_watchdog_dumps_the_stuck_stack(method):
     hung = run_with_deadline(dbg.stuck_with_watchdog, kwargs={"dump_after": 0.5}, method=method, timeout=20)
@@ -87,7 +103,7 @@ def test_daemon_cannot_have_children(method):
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="PR_SET_PDEATHSIG is Linux-only")
-def test_orphan_demo_plain_child_stays_torch_children_follow_their_parent():
+def test_orphan_demo_plain_child_stays_torch_children_follow_their_parent(default_sigint):
     demo = dbg.orphan_demo(watch=30)
     assert demo["script_exitcode"] == -9 and demo["orphan_alive"] and demo["found_by_scan"]
     assert demo["cleaned_up"]
@@ -95,7 +111,7 @@ def test_orphan_demo_plain_child_stays_torch_children_follow_their_parent():
     assert dbg.find_processes("no-such-marker-9a8b7c") == []
 
 
-def test_ready_files_and_exit_watch(tmp_path):
+def test_ready_files_and_exit_watch(tmp_path, default_sigint):
     import multiprocessing as mp
 
     child = mp.get_context(METHODS[0]).Process(
