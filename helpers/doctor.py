@@ -113,7 +113,7 @@ class Finding:
 _ABOUT = {
     "python and torch": (
         "Python changes multiprocessing's defaults (3.14: forkserver on Linux) and its messages; "
-        "the series is measured on Python 3.10-3.13 with torch 2.11-2.13.",
+        "the series is measured on Python 3.10-3.13 with torch 2.11-2.14.",
         "Use a tested pair, or read the notebooks' version notes for yours.",
         "00 §Your environment",
         "CPython gh-84559 (3.14 default start method); torch release notes",
@@ -273,7 +273,7 @@ def _check_versions(python: str | None = None, torch_version: str | None = None)
     measured = f"Python {python}, torch {torch_version} ({build})"
     if py >= (3, 14) and sys.platform.startswith("linux"):
         return _finding("python and torch", "warn", measured + "; the Linux default is now forkserver")
-    tested = (3, 10) <= py <= (3, 13) and (2, 11) <= th <= (2, 13)
+    tested = (3, 10) <= py <= (3, 13) and (2, 11) <= th <= (2, 14)
     return _finding(
         "python and torch", "ok" if tested else "warn", measured + ("" if tested else ", untested")
     )

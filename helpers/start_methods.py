@@ -25,6 +25,8 @@ import subprocess
 import sys
 import time
 
+import torch  # noqa: F401  (on purpose: start-up times include it, as a real worker module's do)
+
 from helpers.processes import reap
 
 __all__ = [

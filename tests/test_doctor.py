@@ -132,6 +132,8 @@ def test_versions_in_the_tested_range_pass():
 def test_versions_outside_the_tested_range_warn():
     assert doctor._check_versions(python="3.9.1", torch_version="2.13.0").status == "warn"
     assert doctor._check_versions(python="3.11.7", torch_version="2.4.0").status == "warn"
+    assert doctor._check_versions(python="3.11.7", torch_version="2.15.0").status == "warn"
+    assert doctor._check_versions(python="3.11.7", torch_version="2.14.1").status == "ok"
     newer = doctor._check_versions(python="3.14.0", torch_version="2.13.0")
     assert newer.status == "warn" and (not LINUX or "forkserver" in newer.measured)
 
