@@ -28,6 +28,7 @@ Example (a world of one rank, in this process)::
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import socket
 import tempfile
@@ -159,7 +160,9 @@ def train(rank: int, world_size: int, snapshot: str, port: int | None = None, ep
                 torch.save(state, snapshot + ".tmp")
                 os.replace(snapshot + ".tmp", snapshot)
             dist.barrier()  # nobody starts the next epoch before the snapshot is complete
-    finally:
+    finally:  # DDP holds the group in a reference cycle: free it now, not while the interpreter exits
+        model = None
+        gc.collect()
         dist.destroy_process_group()
 
 

@@ -17,9 +17,11 @@ Example::
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # torch is imported inside the functions: importing this module stays light
+if TYPE_CHECKING:  # torch and numpy are imported inside the functions: importing this stays light
+    import numpy as np
     import torch
     from torch import nn
 
@@ -41,15 +43,35 @@ def load_digits_split(
     (1000, 797, torch.float32, 1.0)
     """
     import torch
-    from sklearn.datasets import load_digits
 
-    images, labels = load_digits(return_X_y=True)
+    images, labels = _bundled_digits()
     if not 0 < n_train < len(images):
         raise ValueError(f"n_train must be between 1 and {len(images) - 1}, got {n_train}")
     order = torch.randperm(len(images), generator=torch.Generator().manual_seed(seed))
     x = torch.tensor(images, dtype=torch.float32)[order] / 16.0
     y = torch.tensor(labels, dtype=torch.int64)[order]
     return x[:n_train], y[:n_train], x[n_train:], y[n_train:]
+
+
+def _bundled_digits() -> tuple[np.ndarray, np.ndarray]:
+    """What ``sklearn.datasets.load_digits(return_X_y=True)`` returns, read from the same file.
+
+    Importing scikit-learn costs every process about a second of CPU (scipy comes with it), and every
+    DDP rank, Hogwild worker and torchrun worker loads the digits; so the CSV that scikit-learn ships
+    is read here directly. ``find_spec`` locates the package without importing it.
+    """
+    import gzip
+    import importlib.util
+
+    import numpy as np
+
+    spec = importlib.util.find_spec("sklearn")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("the digits come with scikit-learn: pip install scikit-learn")
+    path = Path(spec.submodule_search_locations[0], "datasets", "data", "digits.csv.gz")
+    with gzip.open(path, "rt") as rows:
+        data = np.loadtxt(rows, delimiter=",")
+    return data[:, :-1], data[:, -1].astype(int)
 
 
 def make_model(seed: int = 0, hidden: tuple[int, ...] = (32,)) -> nn.Sequential:

@@ -102,6 +102,7 @@ def test_a_finished_run_restarted_does_nothing(tmp_path):
 # The displayed source of train, retyped by a learner: the imports and constants it needs, the
 # function exactly as notebook 06 shows it, and the usual entry point.
 SCRIPT_HEAD = f"""\
+import gc
 import inspect
 import os
 import socket
@@ -173,6 +174,22 @@ def test_the_module_spawns_its_ranks_itself_without_torchrun(notebook_run, tmp_p
     _assert_same_weights(
         torch.load(tmp_path / "snapshot.pt", weights_only=True)["model"], notebook_run["model"]
     )
+
+
+def test_no_ddp_model_outlives_train(tmp_path):
+    # DDP keeps its process group in a reference cycle; left to interpreter shutdown, gloo's teardown
+    # aborted a rank now and then ("terminate called without an active exception", SIGABRT).
+    import gc
+
+    from torch.nn.parallel import DistributedDataParallel
+
+    gc.disable()  # as if no collection happened to run before the process exits
+    try:
+        ddp.train(0, 1, str(tmp_path / "snapshot.pt"), port=ddp.free_port(), epochs=1)
+        alive = sum(isinstance(o, DistributedDataParallel) for o in gc.get_objects())
+    finally:
+        gc.enable()
+    assert alive == 0
 
 
 def test_collectives_give_every_rank_the_same_answers():

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 import torch
 
@@ -40,3 +43,17 @@ def test_accuracy_counts_correct_predictions():
         model.bias.copy_(torch.arange(10.0))  # always predicts 9
     x = torch.zeros(4, 64)
     assert accuracy(model, x, torch.tensor([9, 9, 1, 2])) == 0.5
+
+
+def test_the_digits_are_scikit_learns_own_read_without_importing_it():
+    from sklearn.datasets import load_digits
+
+    from helpers.digits import _bundled_digits
+
+    images, labels = _bundled_digits()
+    expected_images, expected_labels = load_digits(return_X_y=True)
+    assert (images == expected_images).all() and (labels == expected_labels).all()
+    assert images.dtype == expected_images.dtype and labels.dtype == expected_labels.dtype
+    code = "import sys, helpers.digits as d; d.load_digits_split(); print('sklearn' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout == "False\n"
