@@ -31,8 +31,8 @@ from tests.kernel_client import late_replies, poll_in_slices
 from tests.portability import apply_forced_start_method, make_ipython_dir
 
 # Which tests depend on the default start method (measured; `make test-spawn` repeats only those);
-# the browser test's screenshots and summary lines.
-pytest_plugins = ["tests.start_method_probe", "tests.e2e.report"]
+# the browser test's screenshots and summary lines; longest work first under xdist.
+pytest_plugins = ["tests.start_method_probe", "tests.e2e.report", "tests.scheduling"]
 
 
 def pytest_configure(config):

@@ -19,6 +19,8 @@ from helpers.processes import kill_tree, live_children
 
 ROOT = Path(__file__).resolve().parent.parent
 
+pytestmark = pytest.mark.timeout(400)  # torchrun agents and their workers: a minute each on a busy machine
+
 # A stand-in "agent": starts a "worker" in a session of its own (as torchrun does), writes its pid,
 # then lives for `agent_seconds`; the worker sleeps a minute.
 AGENT = textwrap.dedent(

@@ -118,3 +118,45 @@ def test_the_probe_finds_what_uses_the_default_start_method(tmp_path):
     assert forced.returncode == 0, forced.stdout + forced.stderr
     assert "2 tests measured using the default" in forced.stdout, forced.stdout
     assert " 2 passed, 2 deselected in " in forced.stdout, forced.stdout
+
+
+class _Item:
+    def __init__(self, nodeid: str, timeout: float | None = None):
+        self.nodeid, self.timeout = nodeid, timeout
+
+    def get_closest_marker(self, name):
+        return pytest.mark.timeout(self.timeout).mark if self.timeout else None
+
+
+class _Config:
+    def getini(self, name):
+        return 120
+
+
+def test_longest_work_first_and_the_browser_test_in_two():
+    from tests import scheduling
+
+    browser = scheduling.BROWSER_MODULE + "::test_notebook_runs_in_jupyterlab"
+    items = [
+        _Item("tests/test_many.py::a"),
+        _Item("tests/test_many.py::b"),
+        _Item("tests/test_one.py::a"),
+        _Item("tests/test_slow.py::a", timeout=600),
+        _Item("notebooks/00_a.ipynb::00_a.ipynb", timeout=900),
+        _Item("notebooks/01_b.ipynb::01_b.ipynb", timeout=900),
+        *(_Item(f"{browser}[{n:02d}_x.ipynb]", timeout=390) for n in range(4)),
+    ]
+    scheduling.pytest_collection_modifyitems(_Config(), items)
+    assert [i.nodeid.rsplit("::", 1)[-1] for i in items] == [
+        *(f"test_notebook_runs_in_jupyterlab[{n:02d}_x.ipynb]" for n in (0, 2, 1, 3)),
+        "01_b.ipynb",
+        "00_a.ipynb",
+        "a",  # test_slow
+        "a",  # test_many, most tests first
+        "b",
+        "a",  # test_one
+    ]
+    assert [scheduling.scope_of(i.nodeid) for i in items[:4]] == [
+        scheduling.BROWSER_MODULE + "::even"
+    ] * 2 + [scheduling.BROWSER_MODULE + "::odd"] * 2
+    assert scheduling.scope_of("tests/test_x.py::Class::test") == "tests/test_x.py::Class"  # xdist's rule

@@ -6,10 +6,11 @@ them moved, and its output changes), plots rendered as images. Select with ``-m 
 leave out with ``-m 'not browser'``. Screenshots go to a temporary directory (printed at the end
 of the session, with one line per notebook).
 
-One JupyterLab server and one Chromium serve every notebook of this module (starting them took about
-as long as running a short notebook); under pytest-xdist the module's tests run together on one
-worker (``--dist loadscope``; pytest 9 ignores xdist 3.8's ``xdist_group``), and the server and
-browser stop after its last test, so no other test shares a process with them. Each test gets its
+One JupyterLab server and one Chromium serve the notebooks of this module that a process runs (starting
+them took about as long as running a short notebook); under pytest-xdist the module runs as two
+halves, even- and odd-numbered notebooks, each on one worker with its own server and browser, first
+(``tests/scheduling.py``), and they stop after the half's last test, so no other test shares a
+process with them. Each test gets its
 own copy of the notebooks folder, a fresh JupyterLab workspace and browser context, and must leave
 no kernel (nor anything a kernel started) behind when its notebook is closed.
 """
