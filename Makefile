@@ -41,8 +41,9 @@ lint: $(STAMP)
 # pytest-xdist workers: twice as many as CPUs, at most 8 (most tests wait on child processes and
 # kernels). Each test module, notebook and helpers module goes to one worker as a whole (--dist
 # loadscope), the longest first; the browser test as two halves, one JupyterLab each
-# (tests/scheduling.py). Then the tests that assert on measured time (marker `serial`, conftest.py) on their own. Each session
-# checks for leftover child processes and /dev/shm entries (conftest.py); the repository and
+# (tests/scheduling.py). Then the tests that assert on measured time (marker `serial`,
+# conftest.py) on their own. Each session checks for leftover child processes and /dev/shm
+# entries (conftest.py); the repository and
 # /dev/shm must be as clean afterwards as before. The time of each stage is printed at the end
 # (scripts/stage_time.py).
 WORKERS ?= $(shell $(PYTHON) -c "import os; print(min(8, 2 * (os.cpu_count() or 1)))")
