@@ -43,9 +43,8 @@ lint: $(STAMP)
 # loadscope), the longest first; the browser test as two halves, one JupyterLab each
 # (tests/scheduling.py). Then the tests that assert on measured time (marker `serial`,
 # conftest.py) on their own. Each session checks for leftover child processes and /dev/shm
-# entries (conftest.py); the repository and
-# /dev/shm must be as clean afterwards as before. The time of each stage is printed at the end
-# (scripts/stage_time.py).
+# entries (conftest.py); the repository and /dev/shm must be as clean afterwards as before. The
+# time of each stage is printed at the end (scripts/stage_time.py).
 WORKERS ?= $(shell $(PYTHON) -c "import os; print(min(8, 2 * (os.cpu_count() or 1)))")
 XDIST := -n $(WORKERS) --dist loadscope
 SUITE := tests helpers notebooks --doctest-modules --nbmake --nbmake-timeout=$(CELL_TIMEOUT)
