@@ -195,10 +195,31 @@ class Agent:
         >>> agent.process.wait(), agent.note_descendants(), agent.seen
         (0, None, {})
         """
-        with contextlib.suppress(psutil.NoSuchProcess):
-            for child in psutil.Process(self.pid).children(recursive=True):
+        for pid in _descendant_pids(self.pid):
+            if pid not in self.seen:
                 with contextlib.suppress(psutil.NoSuchProcess):
-                    self.seen.setdefault(child.pid, child.create_time())
+                    self.seen[pid] = psutil.Process(pid).create_time()
+
+
+def _descendant_pids(pid: int) -> list[int]:
+    """The pids below ``pid``. On Linux from ``/proc/PID/task/*/children``, which reads this tree
+    only: psutil's ``children(recursive=True)`` reads every process on the machine (about 5 ms at
+    450 processes), and the agents are polled 20 to 50 times a second.
+    """
+    if not os.path.exists(f"/proc/{pid}/task/{pid}/children"):  # not Linux, or pid gone
+        with contextlib.suppress(psutil.NoSuchProcess):
+            return [child.pid for child in psutil.Process(pid).children(recursive=True)]
+        return []
+    found, parents = [], [pid]
+    while parents:
+        parent = parents.pop()
+        with contextlib.suppress(OSError):  # it exited meanwhile
+            for task in os.listdir(f"/proc/{parent}/task"):
+                with open(f"/proc/{parent}/task/{task}/children") as file:
+                    children = [int(child) for child in file.read().split()]
+                found += children
+                parents += children
+    return found
 
 
 def _kill_remembered(agent: Agent) -> None:
