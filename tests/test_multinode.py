@@ -77,6 +77,18 @@ def test_kill_node_kills_the_agent_and_its_workers_with_sigkill(tmp_path):
     assert agents[0].returncode == -9 and _gone(worker)
 
 
+def test_descendants_are_found_as_psutil_finds_them_grandchildren_included():
+    tree = subprocess.Popen(["bash", "-c", "sleep 60 & bash -c 'sleep 60 & wait' & wait"])
+    try:
+        root = psutil.Process(tree.pid)
+        multinode.wait_for(lambda: len(root.children(recursive=True)) == 3, timeout=30)
+        expected = sorted(child.pid for child in root.children(recursive=True))
+        assert sorted(multinode._descendant_pids(tree.pid)) == expected
+    finally:
+        kill_tree(tree.pid)
+    assert multinode._descendant_pids(tree.pid) == []  # gone
+
+
 def test_store_host_is_the_agent_listening_on_the_port(tmp_path):
     port = ddp.free_port()
     listen = f"import socket, time; s = socket.create_server(('127.0.0.1', {port})); print('up', flush=True)"
@@ -135,8 +147,15 @@ def _two_agents(tmp_path: Path, name: str, env: dict | None = None, **options) -
     return agents, multinode.read_reports(reports)
 
 
-def test_two_agents_form_one_world_and_train_like_mp_spawn(tmp_path):
-    agents, reports = _two_agents(tmp_path, "two")
+@pytest.fixture(scope="module")
+def two_agents(tmp_path_factory) -> tuple[Path, list, list[dict]]:
+    """What notebook 09 runs first: two agents, one worker each, no fault (one run for the module)."""
+    workdir = tmp_path_factory.mktemp("two-agents")
+    return (workdir, *_two_agents(workdir, "two"))
+
+
+def test_two_agents_form_one_world_and_train_like_mp_spawn(two_agents):
+    workdir, agents, reports = two_agents
     assert [a.returncode for a in agents] == [0, 0], agents[0].output[-3000:]
     assert sorted((r["RANK"], r["GROUP_RANK"], r["LOCAL_RANK"]) for r in reports) == [(0, 0, 0), (1, 1, 0)]
     assert {(r["WORLD_SIZE"], r["MASTER_ADDR"], r["all_reduce"]) for r in reports} == {(2, "127.0.0.1", 3.0)}
@@ -144,23 +163,21 @@ def test_two_agents_form_one_world_and_train_like_mp_spawn(tmp_path):
         "finished" in r for r in reports
     )
     reference = ddp.train_single(batch_size=2 * ddp.BATCH_SIZE)
-    weights = torch.load(tmp_path / "two.pt", weights_only=True)["model"]
+    weights = torch.load(workdir / "two.pt", weights_only=True)["model"]
     assert ddp.max_param_difference(weights, reference) < 1e-5
-    assert len(list((tmp_path / "logs").glob("two_*"))) == 2  # --log-dir: one folder per agent, none in /tmp
+    assert len(list((workdir / "logs").glob("two_*"))) == 2  # --log-dir: one folder per agent, none in /tmp
 
 
-def test_a_raised_fault_is_restarted_and_ends_with_the_uninterrupted_weights(tmp_path):
-    clean, _ = _two_agents(tmp_path, "clean")
+def test_a_raised_fault_is_restarted_and_ends_with_the_uninterrupted_weights(two_agents, tmp_path):
     fault = multinode.agent_environment(FAULT_RANK="1", FAULT_AFTER_EPOCH="0", FAULT_KIND="raise")
     agents, reports = _two_agents(tmp_path, "faulty", env=fault, max_restarts=1)
     assert [a.returncode for a in agents] == [0, 0], agents[1].output[-3000:]
     assert len(reports) == 4 and 1 in {r["TORCHELASTIC_RESTART_COUNT"] for r in reports}
     errors = multinode.error_reports(tmp_path / "logs")
     assert any("InjectedFault" in e["message"] and "train" in e["traceback"] for e in errors)
-    final = {
-        name: torch.load(tmp_path / f"{name}.pt", weights_only=True)["model"] for name in ("clean", "faulty")
-    }
-    assert ddp.max_param_difference(final["clean"], final["faulty"]) == 0.0
+    clean = torch.load(two_agents[0] / "two.pt", weights_only=True)["model"]
+    faulty = torch.load(tmp_path / "faulty.pt", weights_only=True)["model"]
+    assert ddp.max_param_difference(clean, faulty) == 0.0
 
 
 def test_the_elastic_script_grows_a_job_from_one_node_to_two():
