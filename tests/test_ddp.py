@@ -1,8 +1,9 @@
 """helpers.ddp and helpers.torchrun: the training function of notebook 06 under mp.spawn and torchrun,
 its snapshot and resume, the equivalence proof, collectives, no_sync, failures.
 
-Each launch of ranks costs seconds (spawn children import torch), so one module-scoped run of
-``train`` (what the notebook runs) serves several assertions."""
+Each launch of ranks costs seconds (every rank imports torch), so one module-scoped run of ``train``
+(what the notebook runs) serves several assertions, and the ranks come from a forkserver that has
+imported torch once (``START_METHOD``)."""
 
 from __future__ import annotations
 
@@ -26,10 +27,29 @@ from helpers.torchrun import run_torchrun, torchrun_command
 
 pytestmark = pytest.mark.timeout(600)  # a loaded 2-core machine needs tens of seconds per launch
 
+# These tests are about DDP, not the start method: their ranks are forked by a forkserver that has
+# imported helpers.ddp, and the torch._dynamo that building an optimizer imports, once for the
+# module. Under spawn each rank imports them anew: about 2.7 CPU-seconds a rank on a 2-core machine.
+# The ranks run the same code and reach the same weights, bit for bit: the script and module tests
+# below launch with spawn and torchrun and compare against them. Notebook 06 shows mp.spawn.
+START_METHOD = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
 
-def _spawn_train(snapshot: Path, epochs: int = ddp.EPOCHS, world_size: int = 2) -> dict:
+
+@pytest.fixture(scope="module", autouse=True)
+def preloaded_forkserver():
+    mp.set_forkserver_preload(["helpers.ddp", "torch._dynamo"])  # applies if no forkserver runs yet
+    yield
+    mp.set_forkserver_preload([])
+
+
+def _launch(fn, args: tuple, nprocs: int) -> None:
+    """``mp.spawn(fn, args, nprocs)``, with ranks started by :data:`START_METHOD`."""
+    mp.start_processes(fn, args=args, nprocs=nprocs, start_method=START_METHOD)
+
+
+def _train(snapshot: Path, epochs: int = ddp.EPOCHS, world_size: int = 2) -> dict:
     port = ddp.free_port()
-    mp.spawn(ddp.train, args=(world_size, str(snapshot), port, epochs), nprocs=world_size)
+    _launch(ddp.train, (world_size, str(snapshot), port, epochs), nprocs=world_size)
     assert not ddp.port_in_use(port)
     return torch.load(snapshot, weights_only=True)
 
@@ -47,8 +67,9 @@ def _assert_same_weights(a: dict, b: dict) -> None:
 
 @pytest.fixture(scope="module")
 def notebook_run(tmp_path_factory) -> dict:
-    """What notebook 06 runs: mp.spawn(train, args=(2, snapshot, port), nprocs=2)."""
-    return _spawn_train(tmp_path_factory.mktemp("ddp") / "snapshot.pt")
+    """What notebook 06 runs, mp.spawn(train, args=(2, snapshot, port), nprocs=2), its ranks started
+    by :data:`START_METHOD`."""
+    return _train(tmp_path_factory.mktemp("ddp") / "snapshot.pt")
 
 
 def test_free_port_is_bindable_and_port_in_use_sees_a_listener():
@@ -80,8 +101,8 @@ def test_two_ranks_with_batch_b_match_one_process_with_batch_2b(notebook_run):
 
 def test_a_run_restarted_from_its_snapshot_ends_with_the_same_weights(notebook_run, tmp_path):
     snapshot = tmp_path / "snapshot.pt"
-    assert _spawn_train(snapshot, epochs=1)["epoch"] == 0  # stopped after one epoch...
-    resumed = _spawn_train(snapshot)  # ...and restarted unchanged: it continues from epoch 1
+    assert _train(snapshot, epochs=1)["epoch"] == 0  # stopped after one epoch...
+    resumed = _train(snapshot)  # ...and restarted unchanged: it continues from epoch 1
     assert resumed["epoch"] == ddp.EPOCHS - 1
     _assert_same_weights(resumed["model"], notebook_run["model"])
     assert sorted(p.name for p in tmp_path.iterdir()) == ["snapshot.pt"]  # no torn .tmp left
@@ -193,16 +214,16 @@ def test_no_ddp_model_outlives_train(tmp_path):
 
 
 def test_collectives_give_every_rank_the_same_answers():
-    results = mp.get_context("spawn").SimpleQueue()
-    mp.spawn(ddp.collectives, args=(2, ddp.free_port(), results), nprocs=2)
+    results = mp.get_context(START_METHOD).SimpleQueue()
+    _launch(ddp.collectives, (2, ddp.free_port(), results), nprocs=2)
     answers = dict(results.get() for _ in range(2))
     for rank in (0, 1):
         assert answers[rank] == {"all_reduce": 3.0, "broadcast": 42.0, "all_gather": [0.0, 10.0]}
 
 
 def test_no_sync_accumulation_gives_the_gradient_of_the_whole_batch():
-    results = mp.get_context("spawn").SimpleQueue()
-    mp.spawn(ddp.accumulate_with_no_sync, args=(2, ddp.free_port(), 4, results), nprocs=2)
+    results = mp.get_context(START_METHOD).SimpleQueue()
+    _launch(ddp.accumulate_with_no_sync, (2, ddp.free_port(), 4, results), nprocs=2)
     gradients = dict(results.get() for _ in range(2))
     np.testing.assert_array_equal(gradients[0], gradients[1])  # all-reduced: the same on both ranks
     x, y, _, _ = load_digits_split()
@@ -215,7 +236,7 @@ def test_no_sync_accumulation_gives_the_gradient_of_the_whole_batch():
 def test_a_failing_rank_raises_in_the_parent_and_the_others_are_cleaned_up():
     port = ddp.free_port()
     with pytest.raises(mp.ProcessRaisedException, match="rank 1 failed on purpose"):
-        mp.spawn(ddp.fail_on_rank, args=(2, port, 1), nprocs=2)
+        _launch(ddp.fail_on_rank, (2, port, 1), nprocs=2)
     assert live_children() == []
     assert not ddp.port_in_use(port)
 
@@ -223,7 +244,7 @@ def test_a_failing_rank_raises_in_the_parent_and_the_others_are_cleaned_up():
 def test_a_missing_rank_fails_after_the_timeout_instead_of_hanging():
     start = time.monotonic()
     with pytest.raises(mp.ProcessRaisedException, match="(?i)timed out|timeout"):
-        mp.spawn(ddp.join_group, args=(2, ddp.free_port(), 3.0), nprocs=1)
+        _launch(ddp.join_group, (2, ddp.free_port(), 3.0), nprocs=1)
     assert time.monotonic() - start < 300
 
 
