@@ -152,7 +152,8 @@ def test_handoff_times_small_sizes(method):
     assert [(r["method"], r["size_mb"]) for r in rows] == [
         (m, s) for m in qu._HANDOFF_METHODS for s in (0.25, 1)
     ]
-    assert all(r["seconds"] > 0 and 1 <= len(r["times"]) <= 2 for r in rows)
+    assert all(1 <= len(r["times"]) <= 2 for r in rows)
+    assert all(r["seconds"] > 0 for r in rows)  # a figure, no bound on it: not a `serial` test
 
 
 def test_handoff_times_rejects_unknown_methods():
