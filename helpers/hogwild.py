@@ -312,7 +312,10 @@ def main(argv: list[str] | None = None) -> dict:
     Runs :func:`measure_speedup`. For an idle 2-core measurement on a bigger machine, pin it:
     ``taskset -c 0,1 python -m helpers.hogwild``.
 
-    >>> result = main(["--epochs", "1", "--repeats", "1", "--method", "spawn"])  # doctest: +ELLIPSIS
+    One worker with the default method (fork where there is one); ``tests/test_hogwild.py`` runs
+    two under spawn, as a script:
+
+    >>> result = main(["--epochs", "1", "--repeats", "1", "--nprocs", "1"])  # doctest: +ELLIPSIS
     load average ...
     >>> result["best_threads"] in (1, 2)
     True
