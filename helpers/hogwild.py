@@ -47,6 +47,7 @@ __all__ = [
     "BATCH_SIZE",
     "LR",
     "HIDDEN",
+    "FAST_METHOD",
     "train_worker",
     "warm_up_optimizer",
     "add_ones",
@@ -60,6 +61,8 @@ __all__ = [
 BATCH_SIZE = 32
 LR = 0.05
 HIDDEN = (256, 256)  # 85k parameters: enough work per step to share out over cores
+# The runs' default: fork where the platform has it (a worker starts in milliseconds), else spawn.
+FAST_METHOD = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
 
 
 def train_worker(
@@ -147,7 +150,12 @@ def _steps(epochs: float, nprocs: int) -> int:
 
 
 def run_hogwild(
-    nprocs: int, epochs: float, method: str = "fork", threads: int = 1, seed: int = 0, timeout: float = 120.0
+    nprocs: int,
+    epochs: float,
+    method: str = FAST_METHOD,
+    threads: int = 1,
+    seed: int = 0,
+    timeout: float = 120.0,
 ) -> dict:
     """Measure one Hogwild run: :func:`_timed_worker` in ``nprocs`` processes, ``epochs`` passes in all.
 
@@ -156,7 +164,7 @@ def run_hogwild(
     workers trained (timed inside them), ``accuracy`` of the shared model on the test set. Used by
     notebook 05's comparison and ``python -m helpers.hogwild``.
 
-    >>> run = run_hogwild(nprocs=2, epochs=1, method="spawn")
+    >>> run = run_hogwild(nprocs=2, epochs=1)
     >>> run["nprocs"], 0.0 < run["accuracy"] <= 1.0
     (2, True)
     """
@@ -223,7 +231,9 @@ def run_single(epochs: float, threads: int = 1, seed: int = 0) -> dict:
     }
 
 
-def measure_speedup(epochs: float = 150, repeats: int = 5, method: str = "fork", nprocs: int = 2) -> dict:
+def measure_speedup(
+    epochs: float = 150, repeats: int = 5, method: str = FAST_METHOD, nprocs: int = 2
+) -> dict:
     """Hogwild with ``nprocs`` workers against the best single process: medians of interleaved runs.
     ``python -m helpers.hogwild`` runs it (notebook 05 section 4 and its exercise 4).
 
@@ -232,7 +242,7 @@ def measure_speedup(epochs: float = 150, repeats: int = 5, method: str = "fork",
     hits both. Returns the medians, the speed-ups (steady state and wall) and the load average
     before and after, and prints them. ``python -m helpers.hogwild`` runs it.
 
-    >>> result = measure_speedup(epochs=1, repeats=1, method="spawn")  # doctest: +ELLIPSIS
+    >>> result = measure_speedup(epochs=1, repeats=1)  # doctest: +ELLIPSIS
     load average ...
     >>> sorted(result)[:3]
     ['accuracy_hogwild', 'accuracy_single', 'best_threads']
@@ -290,7 +300,7 @@ def explore(nprocs: int = 2) -> dict:
 
     if not 1 <= nprocs <= 4:
         raise ValueError(f"explore() takes 1 to 4 processes, got {nprocs}")
-    method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
+    method = FAST_METHOD
     if nprocs not in _EXPLORED:
         _EXPLORED[nprocs] = run_hogwild(nprocs, epochs=20, method=method)
     runs = [_EXPLORED[n] for n in sorted(_EXPLORED)]
@@ -312,8 +322,8 @@ def main(argv: list[str] | None = None) -> dict:
     Runs :func:`measure_speedup`. For an idle 2-core measurement on a bigger machine, pin it:
     ``taskset -c 0,1 python -m helpers.hogwild``.
 
-    One worker with the default method (fork where there is one); ``tests/test_hogwild.py`` runs
-    two under spawn, as a script:
+    One worker, started with :data:`FAST_METHOD`; ``tests/test_hogwild.py`` runs two under spawn,
+    as a script:
 
     >>> result = main(["--epochs", "1", "--repeats", "1", "--nprocs", "1"])  # doctest: +ELLIPSIS
     load average ...
@@ -333,7 +343,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument(
         "--method",
         choices=mp.get_all_start_methods(),
-        default="fork" if "fork" in mp.get_all_start_methods() else "spawn",
+        default=FAST_METHOD,
     )
     parser.add_argument("--nprocs", type=int, default=2)
     args = parser.parse_args(argv)
