@@ -80,19 +80,29 @@ def _pytest(folder: Path, *args: str, env: dict | None = None) -> subprocess.Com
     )
 
 
-# Each runs pytest (and its xdist workers) afresh: slow to start on a loaded machine.
+# Each pytest (and its xdist workers) starts afresh: slow to start on a loaded machine.
 pytestmark = pytest.mark.timeout(400)
 
 
-def test_leaks_fail_the_run_under_xdist_too(tmp_path):
+@pytest.fixture(scope="module")
+def run_under_xdist(tmp_path_factory) -> tuple[Path, str, subprocess.CompletedProcess]:
+    """One pytest on two workers, as `make test` runs it, over two small files: one leaks a child
+    and a /dev/shm segment, the other uses the default start method in two of its four tests."""
+    folder = tmp_path_factory.mktemp("suite")
     name = f"leak-check-{uuid.uuid4().hex[:12]}"
-    (tmp_path / "test_leaky.py").write_text(LEAKY.format(name=name))
+    (folder / "test_leaky.py").write_text(LEAKY.format(name=name))
+    (folder / "test_probed.py").write_text(PROBED)
     try:
-        done = _pytest(tmp_path, "-n", "2", "-p", "no:cacheprovider")
+        done = _pytest(folder, "-n", "2")
     finally:
         with_leak = Path("/dev/shm", name)
         if with_leak.exists():
             with_leak.unlink()
+    return folder, name, done
+
+
+def test_leaks_fail_the_run_under_xdist_too(run_under_xdist):
+    _, name, done = run_under_xdist
     out = done.stdout + done.stderr
     assert done.returncode == 1, out
     # In the worker that ran it, after the test: a child of that worker, found by its own check.
@@ -101,23 +111,22 @@ def test_leaks_fail_the_run_under_xdist_too(tmp_path):
     assert "LEAK CHECK FAILED" in out and f"new /dev/shm entries after the run: ['{name}'" in out, out
 
 
-def test_the_probe_finds_what_uses_the_default_start_method(tmp_path):
+def test_the_probe_finds_what_uses_the_default_start_method(run_under_xdist):
     # Under xdist, as `make test` runs it: the workers measure, the controller stores.
-    (tmp_path / "test_probed.py").write_text(PROBED)
-    done = _pytest(tmp_path, "-n", "2")
-    assert done.returncode == 0, done.stdout + done.stderr
-    cache = tmp_path / ".pytest_cache" / "v" / "torch-mp" / "default-start-method"
+    folder, _, done = run_under_xdist
+    failing = [line for line in done.stdout.splitlines() if line.startswith(("FAILED", "ERROR"))]
+    assert failing and all("test_leaky.py" in line for line in failing), done.stdout  # only the leaks
+    cache = folder / ".pytest_cache" / "v" / "torch-mp" / "default-start-method"
     measured = json.loads(cache.read_text())
     assert [n.split("::")[1] for n in measured["used"]] == [
         "test_default_queue",
         "test_default_read_in_a_forked_child",
     ]
-    assert len(measured["seen"]) == 4
-
-    forced = _pytest(tmp_path, "--default-dependent-only", env={"MP_DEFAULT_START_METHOD": "spawn"})
+    assert len(measured["seen"]) == 6
+    forced = _pytest(folder, "--default-dependent-only", env={"MP_DEFAULT_START_METHOD": "spawn"})
     assert forced.returncode == 0, forced.stdout + forced.stderr
     assert "2 tests measured using the default" in forced.stdout, forced.stdout
-    assert " 2 passed, 2 deselected in " in forced.stdout, forced.stdout
+    assert " 2 passed, 4 deselected in " in forced.stdout, forced.stdout
 
 
 class _Item:
