@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING
 
 import psutil
 
-from helpers.processes import kill_tree
+from helpers.processes import _descendant_pids, kill_tree
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -199,27 +199,6 @@ class Agent:
             if pid not in self.seen:
                 with contextlib.suppress(psutil.NoSuchProcess):
                     self.seen[pid] = psutil.Process(pid).create_time()
-
-
-def _descendant_pids(pid: int) -> list[int]:
-    """The pids below ``pid``. On Linux from ``/proc/PID/task/*/children``, which reads this tree
-    only: psutil's ``children(recursive=True)`` reads every process on the machine (about 5 ms at
-    450 processes), and the agents are polled 20 to 50 times a second.
-    """
-    if not os.path.exists(f"/proc/{pid}/task/{pid}/children"):  # not Linux, or pid gone
-        with contextlib.suppress(psutil.NoSuchProcess):
-            return [child.pid for child in psutil.Process(pid).children(recursive=True)]
-        return []
-    found, parents = [], [pid]
-    while parents:
-        parent = parents.pop()
-        with contextlib.suppress(OSError):  # it exited meanwhile
-            for task in os.listdir(f"/proc/{parent}/task"):
-                with open(f"/proc/{parent}/task/{task}/children") as file:
-                    children = [int(child) for child in file.read().split()]
-                found += children
-                parents += children
-    return found
 
 
 def _kill_remembered(agent: Agent) -> None:

@@ -188,3 +188,23 @@ def test_kill_tree_reaches_a_worker_in_its_own_session(kill):
         worker.kill()
         worker.wait(10)
         launcher.communicate(timeout=10)
+
+
+def test_descendants_are_found_as_psutil_finds_them_grandchildren_included():
+    import subprocess
+
+    import psutil
+
+    from helpers import processes
+
+    tree = subprocess.Popen(["bash", "-c", "sleep 60 & bash -c 'sleep 60 & wait' & wait"])
+    try:
+        root = psutil.Process(tree.pid)
+        deadline = time.monotonic() + 30
+        while len(root.children(recursive=True)) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        expected = sorted(child.pid for child in root.children(recursive=True))
+        assert sorted(processes._descendant_pids(tree.pid)) == expected
+    finally:
+        kill_tree(tree.pid)
+    assert processes._descendant_pids(tree.pid) == []  # gone
