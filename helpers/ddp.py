@@ -220,7 +220,6 @@ def accumulate_with_no_sync(
     rank: int, world_size: int, port: int, micro_batches: int, results: SimpleQueue
 ) -> None:
     """Accumulate a gradient over ``micro_batches`` with ``no_sync``: one all-reduce, at the last.
-
     Each rank puts ``(rank, gradient of its 128 samples)`` on ``results`` (notebook 06, section 4).
 
     >>> accumulate_with_no_sync(0, 1, free_port(), 4, results := mp.get_context("spawn").SimpleQueue())
@@ -240,6 +239,8 @@ def accumulate_with_no_sync(
         gradient = torch.cat([p.grad.flatten() for p in model.parameters()])
         results.put((rank, gradient.numpy()))  # NumPy: plain bytes, readable after this rank exits
     finally:
+        model = None  # as in train: no DDP left holding the group when it is destroyed
+        gc.collect()
         dist.destroy_process_group()
 
 
