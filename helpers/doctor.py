@@ -580,15 +580,27 @@ def _check_stack_dumps() -> Finding:
 # --- Per-process checks: this process (inside), or another one by pid (from outside) -------------
 
 
-def _threads_by_library(pid: int) -> dict[str, int]:
-    """For each thread of ``pid``, the library its program counter is in (Linux /proc); counted."""
+def _threads_by_library(pid: int, settle: float = 1.0) -> dict[str, int]:
+    """For each thread of ``pid``, the library its program counter is in (Linux /proc); counted.
+
+    A running thread shows no program counter, and OpenMP's workers spin for a while after a
+    parallel region before they wait (longer on a loaded machine): so the threads are read again,
+    0.05 s apart, until none but the caller runs or ``settle`` seconds have passed.
+    """
     maps = _mappings(pid)
-    counts: dict[str, int] = {}
-    with contextlib.suppress(OSError):
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            where = _thread_wait(pid, tid, maps)[1]
-            counts[where] = counts.get(where, 0) + 1
-    return counts
+    caller = str(threading.get_native_id()) if pid == os.getpid() else None
+    deadline = time.monotonic() + settle
+    while True:
+        counts: dict[str, int] = {}
+        running = 0
+        with contextlib.suppress(OSError):
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                what, where = _thread_wait(pid, tid, maps)
+                counts[where] = counts.get(where, 0) + 1
+                running += what == "running" and tid != caller
+        if not running or time.monotonic() > deadline:
+            return counts
+        time.sleep(0.05)
 
 
 _OPENMP_LIBRARIES = ("libgomp", "libiomp", "libomp")
