@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import multiprocessing
 import os
 import re
 import shutil
@@ -34,11 +35,19 @@ from tests.portability import apply_forced_start_method, make_ipython_dir
 # the browser test's screenshots and summary lines; longest work first under xdist.
 pytest_plugins = ["tests.start_method_probe", "tests.e2e.report", "tests.scheduling"]
 
+# A process has one forkserver, started with its first forkserver child. Here it imports torch, and
+# the torch._dynamo that a child's first optimizer imports, once per test process, so its children
+# start with them (otherwise about 1.4 CPU-s each, 2.4 with an optimizer). They import their own
+# modules and unpickle their target and arguments as any forkserver child does. The notebooks,
+# whose kernels are not test processes, keep the plain forkserver that notebook 01 measures.
+FORKSERVER_PRELOAD = ["__main__", "torch", "torch._dynamo"]
+
 
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "serial: asserts on measured time; `make test` runs it apart, after the parallel session"
     )
+    multiprocessing.set_forkserver_preload(FORKSERVER_PRELOAD)
     poll_in_slices()  # nbmake's cells: a lost zmq wake-up costs a second, not the per-cell timeout
     method = apply_forced_start_method()
     if method is None:

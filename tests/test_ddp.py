@@ -27,19 +27,12 @@ from helpers.torchrun import run_torchrun, torchrun_command
 
 pytestmark = pytest.mark.timeout(600)  # a loaded 2-core machine needs tens of seconds per launch
 
-# These tests are about DDP, not the start method: their ranks are forked by a forkserver that has
-# imported helpers.ddp, and the torch._dynamo that building an optimizer imports, once for the
-# module. Under spawn each rank imports them anew: about 2.7 CPU-seconds a rank on a 2-core machine.
-# The ranks run the same code and reach the same weights, bit for bit: the script and module tests
-# below launch with spawn and torchrun and compare against them. Notebook 06 shows mp.spawn.
+# These tests are about DDP, not the start method: their ranks are forked by the forkserver, which
+# has imported torch and torch._dynamo (conftest.FORKSERVER_PRELOAD). Under spawn each rank imports
+# them anew: about 2.7 CPU-seconds a rank on a 2-core machine. The ranks run the same code and reach
+# the same weights, bit for bit: the script and module tests below launch with spawn and torchrun
+# and compare against them. Notebook 06 shows mp.spawn.
 START_METHOD = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def preloaded_forkserver():
-    mp.set_forkserver_preload(["helpers.ddp", "torch._dynamo"])  # applies if no forkserver runs yet
-    yield
-    mp.set_forkserver_preload([])
 
 
 def _launch(fn, args: tuple, nprocs: int) -> None:
