@@ -44,6 +44,7 @@ def test_the_batch_script_trains_on_two_stand_in_nodes(tmp_path):
     assert not live_children()
 
 
+@pytest.mark.hang_check
 def test_srun_stand_in_stops_the_other_tasks_when_one_fails(tmp_path):
     job = tmp_path / "job.sh"
     job.write_text("srun --kill-on-bad-exit=1 bash -c '[ \"$SLURM_NODEID\" = 1 ] && exit 3; sleep 60'\n")

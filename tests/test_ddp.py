@@ -227,6 +227,7 @@ def test_a_failing_rank_raises_in_the_parent_and_the_others_are_cleaned_up():
     assert not ddp.port_in_use(port)
 
 
+@pytest.mark.hang_check
 def test_a_missing_rank_fails_after_the_timeout_instead_of_hanging():
     start = time.monotonic()
     with pytest.raises(mp.ProcessRaisedException, match="(?i)timed out|timeout"):

@@ -198,6 +198,7 @@ def test_a_module_attribute_holding_a_lambda_fails_in_the_fresh_interpreter(modu
     assert finding.status == "fail" and "is a lambda" in finding.measured
 
 
+@pytest.mark.hang_check
 def test_a_module_that_hangs_or_raises_on_import_fails_within_the_deadline(module_dir):
     (module_dir / "doctor_slow_target.py").write_text("import time\ntime.sleep(60)\ndef work(rank): pass\n")
     (module_dir / "doctor_broken_target.py").write_text("raise RuntimeError('top level ran')\n")
@@ -545,6 +546,7 @@ def start_hung(register: bool) -> subprocess.Popen:
 
 
 @linux_only
+@pytest.mark.hang_check
 def test_inspect_reports_a_hung_childs_state_wait_and_stack_within_a_bound():
     child = start_hung(register=False)
     try:

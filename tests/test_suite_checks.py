@@ -169,3 +169,22 @@ def test_longest_work_first_and_the_browser_test_in_two():
         scheduling.BROWSER_MODULE + "::even"
     ] * 2 + [scheduling.BROWSER_MODULE + "::odd"] * 2
     assert scheduling.scope_of("tests/test_x.py::Class::test") == "tests/test_x.py::Class"  # xdist's rule
+
+
+@pytest.mark.parametrize(
+    ("line", "serial"),
+    [
+        ("assert time.monotonic() - start < 30 and gone(pid)", True),
+        ("assert 0.55 <= seconds < 1.5", True),
+        ("assert result.seconds < 10", True),
+        ("assert elapsed > 1 and elapsed < 5", True),
+        ("assert speedup > 1.5", True),
+        ('assert run["wall"] > 0 and 0.0 <= run["accuracy"] <= 1.0', False),  # no bound on the time
+        ("assert all(r['seconds'] > 0 for r in rows)", False),
+        ("assert speedup_label == 'x' or count > 2", False),
+    ],
+)
+def test_the_serial_rule_reads_time_bounds_not_other_comparisons(line, serial):
+    from conftest import TIMED_ASSERT
+
+    assert bool(TIMED_ASSERT.search(f"def test():\n    {line}\n")) == serial
