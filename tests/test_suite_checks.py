@@ -71,7 +71,9 @@ def _pytest(folder: Path, *args: str, env: dict | None = None) -> subprocess.Com
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "MP_DEFAULT_"))}
     environ.update(PYTHONPATH=str(ROOT), **(env or {}))
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:randomly", "--rootdir", str(folder), *args, str(folder)],
+        # Without nbmake (no notebooks here), which imports nbformat and jsonschema: 1 CPU-s a process.
+        [sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:nbmake", "--rootdir", str(folder)]
+        + [*args, str(folder)],
         cwd=folder,
         env=environ,
         capture_output=True,
