@@ -10,18 +10,20 @@ Example::
     >>> from helpers.source import show_source
     >>> show_source(show_source)  # doctest: +ELLIPSIS
     # helpers.source.show_source · helpers/source.py, line ...
-    def show_source(obj: object) -> None:
+    def show_source(obj: object, docstring: bool = False) -> None:
+        listing = _source_listing(obj, docstring)
     ...
 """
 
 from __future__ import annotations
 
+import ast
 import inspect
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["show_source"]
+__all__ = ["show_source", "source_text"]
 
 
 @dataclass(frozen=True)
@@ -47,44 +49,76 @@ class _SourceListing:
         printer.text(str(self))
 
 
-def _source_listing(obj: object) -> _SourceListing:
-    """The live source of ``obj`` (a function, class or method) with its module, file and first line.
+def _docstring_lines(source: str) -> set[int]:
+    """Line numbers (1-based) of every docstring in ``source``: of the object and of what it defines."""
+    lines: set[int] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and len(node.body) > 1:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                if isinstance(first.value.value, str):
+                    lines.update(range(first.lineno, first.end_lineno + 1))
+    return lines
 
-    Used by ``show_source`` in every notebook that starts a worker.
 
-    >>> _source_listing(_SourceListing).name
-    'helpers.source._SourceListing'
-    """
-    target = obj
+def _lines_and_start(obj: object) -> tuple[list[str], int]:
     try:
-        lines, first = inspect.getsourcelines(target)
+        return inspect.getsourcelines(obj)
     except (OSError, TypeError) as error:
         raise TypeError(
             f"cannot show the source of {obj!r}: show_source takes a function or class defined in a "
             "Python file (a helpers module), not a builtin or an object made at run time"
         ) from error
-    name = f"{target.__module__}.{target.__qualname__}"
-    path = Path(inspect.getsourcefile(target) or "?")
+
+
+def source_text(obj: object, docstring: bool = False) -> str:
+    """The live source of ``obj`` as ``show_source`` displays it: docstrings left out unless asked.
+
+    A docstring (and its doctests) documents a function for instructors; the listing a learner
+    reads is the code. Used by ``show_source`` in every notebook, and by the tests that bound a
+    listing's length and a notebook's reading time.
+
+    >>> print(source_text(_docstring_lines).splitlines()[1].strip())
+    lines: set[int] = set()
+    """
+    lines, _ = _lines_and_start(obj)
+    text = textwrap.dedent("".join(lines))
+    if docstring:
+        return text
+    drop = _docstring_lines(text)
+    return "".join(line for number, line in enumerate(text.splitlines(True), 1) if number not in drop)
+
+
+def _source_listing(obj: object, docstring: bool = False) -> _SourceListing:
+    """The live source of ``obj`` (a function, class or method) with its module, file and first line.
+
+    >>> _source_listing(_SourceListing).name
+    'helpers.source._SourceListing'
+    """
+    _, first = _lines_and_start(obj)
+    name = f"{obj.__module__}.{obj.__qualname__}"
+    path = Path(inspect.getsourcefile(obj) or "?")
     package_root = Path(__file__).resolve().parent.parent
     try:
         shown_path = path.resolve().relative_to(package_root)
     except ValueError:
         shown_path = path
-    return _SourceListing(name, f"{name} · {shown_path}, line {first}", textwrap.dedent("".join(lines)))
+    return _SourceListing(name, f"{name} · {shown_path}, line {first}", source_text(obj, docstring))
 
 
-def show_source(obj: object) -> None:
+def show_source(obj: object, docstring: bool = False) -> None:
     """Display the live source of ``obj``, highlighted in a notebook (printed in a script).
 
-    Every notebook calls it right before it starts a ``helpers`` worker in another process (notebook
-    00 section 1 first, then notebooks 01-09 wherever a worker is shown).
+    Every notebook calls it right before it starts a ``helpers`` worker in another process.
+    Docstrings and their doctests are left out; ``docstring=True`` shows them where one teaches.
 
     >>> show_source(_source_listing)  # doctest: +ELLIPSIS
     # helpers.source._source_listing · helpers/source.py, line ...
-    def _source_listing(obj: object) -> _SourceListing:
+    def _source_listing(obj: object, docstring: bool = False) -> _SourceListing:
+        _, first = _lines_and_start(obj)
     ...
     """
-    listing = _source_listing(obj)
+    listing = _source_listing(obj, docstring)
     try:
         from IPython import get_ipython
         from IPython.display import display

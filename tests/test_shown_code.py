@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import ast
 import importlib
-import inspect
 from pathlib import Path
 
 import nbformat
 import pytest
+
+from helpers.source import source_text
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -176,7 +177,7 @@ def notebook_findings(path: Path) -> tuple[list[str], list[str]]:
                 obj = _object(dotted) if dotted else None
                 if obj is not None:
                     shown.add(id(obj))
-                    lines = len(inspect.getsource(obj).splitlines())
+                    lines = len(source_text(obj).splitlines())  # as displayed: no docstring
                     if lines > LONGER_SHOWN.get(dotted, SHOWN_LINES):
                         too_long.append(f"{dotted}: {lines} lines")
                 continue
@@ -236,7 +237,7 @@ def test_the_check_rejects_hidden_launches_and_long_listings(tmp_path):
         "show_source(launch.check_importable)",
     )
     assert unshown and "plain API" in unshown[0]
-    lines = len(inspect.getsource(check_importable).splitlines())
+    lines = len(source_text(check_importable).splitlines())
     assert too_long == ([f"helpers.launch.check_importable: {lines} lines"] if lines > SHOWN_LINES else [])
 
 
