@@ -11,8 +11,8 @@ Example::
     >>> show_source(show_source)  # doctest: +ELLIPSIS
     # helpers.source.show_source · helpers/source.py, line ...
     def show_source(obj: object, docstring: bool = False) -> None:
-        listing = _source_listing(obj, docstring)
-    ...
+        _display(_source_listing(obj, docstring))
+    <BLANKLINE>
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["show_source", "source_text"]
+__all__ = ["show_source", "source_text", "show_script"]
 
 
 @dataclass(frozen=True)
@@ -118,7 +118,29 @@ def show_source(obj: object, docstring: bool = False) -> None:
         _, first = _lines_and_start(obj)
     ...
     """
-    listing = _source_listing(obj, docstring)
+    _display(_source_listing(obj, docstring))
+
+
+def show_script(path: str | Path) -> None:
+    """Display a script file, highlighted in a notebook (printed elsewhere): a pattern to copy.
+
+    Each notebook ends its main path by showing its pattern script (``patterns/NN_*.py``) this way
+    and then running it as a script, so what is shown is the file that runs.
+
+    >>> show_script(Path(__file__).parent / "__init__.py")  # doctest: +ELLIPSIS
+    # helpers/__init__.py
+    ...
+    """
+    path = Path(path).resolve()
+    package_root = Path(__file__).resolve().parent.parent
+    try:
+        shown_path = path.relative_to(package_root)
+    except ValueError:
+        shown_path = path
+    _display(_SourceListing(path.name, str(shown_path), path.read_text()))
+
+
+def _display(listing: _SourceListing) -> None:
     try:
         from IPython import get_ipython
         from IPython.display import display
