@@ -272,12 +272,8 @@ def fork_after_cuda(method: str = "fork", timeout: float = 60.0) -> str:
 
 
 def _body_fork_after_init(timeout: float) -> dict:
-    outcome = fork_after_cuda("fork", timeout)
-    return {
-        "parent_initialized": torch.cuda.is_initialized(),
-        "child_method": "fork",
-        "child_outcome": outcome,
-    }
+    torch.zeros(1, device="cuda")  # the parent initialises CUDA, as fork_after_cuda does
+    return {"parent_initialized": torch.cuda.is_initialized(), **_cuda_op_in_child("fork", timeout)}
 
 
 def fork_after_cuda_init(timeout: float = 60.0) -> dict:
