@@ -59,6 +59,7 @@ __all__ = [
     "free_port",
     "port_in_use",
     "listening_addresses",
+    "rank_device",
     "train",
     "train_single",
     "collectives",
@@ -122,20 +123,42 @@ def listening_addresses(pid: int | None = None) -> list[str]:
     )
 
 
+def rank_device(rank: int, world_size: int) -> torch.device:
+    """The device of one rank: ``cuda:LOCAL_RANK`` when this node has a GPU for each of its ranks, else CPU.
+
+    Under torchrun, ``LOCAL_RANK`` and ``LOCAL_WORLD_SIZE`` count this node's ranks (two nodes of
+    4 GPUs run 8 ranks, 4 per node); under ``mp.spawn`` on one machine they are the rank and the
+    world size. Notebook 06 §9 prints it; ``train`` uses it.
+
+    >>> rank_device(0, 10_000)  # no machine has a GPU for each of 10,000 ranks
+    device(type='cpu')
+    """
+    local_rank = int(os.environ.get("LOCAL_RANK", rank))
+    ranks_here = int(os.environ.get("LOCAL_WORLD_SIZE", world_size))
+    return torch.device(f"cuda:{local_rank}" if torch.cuda.device_count() >= ranks_here else "cpu")
+
+
 def train(rank: int, world_size: int, snapshot: str, port: int | None = None, epochs: int = EPOCHS) -> None:
     """One DDP rank (notebook 06 §1-7, 09 §1): rank 0 snapshots every epoch, a rerun resumes from it.
 
     >>> train(0, 1, "never-written.pt", port=free_port(), epochs=0)  # a world of one, no epoch: no file
     """
-    cuda = torch.cuda.device_count() >= world_size  # nccl wants one GPU per rank
-    device = torch.device(f"cuda:{os.environ.get('LOCAL_RANK', rank)}" if cuda else "cpu")
+    device = rank_device(rank, world_size)
+    cuda = device.type == "cuda"
     if cuda:
         torch.cuda.set_device(device)
     else:
         torch.set_num_threads(1)  # the ranks share the cores
     backend = "nccl" if cuda else "gloo"
     init = f"tcp://127.0.0.1:{port}" if port else "env://"  # env://: the address torchrun set
-    dist.init_process_group(backend, init_method=init, rank=rank, world_size=world_size, timeout=TIMEOUT)
+    dist.init_process_group(
+        backend,
+        init_method=init,
+        rank=rank,
+        world_size=world_size,
+        timeout=TIMEOUT,
+        device_id=device if cuda else None,
+    )
     try:
         x, y, _, _ = load_digits_split()
         model = make_model(seed=SEED).to(device)

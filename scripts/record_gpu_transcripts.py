@@ -208,6 +208,7 @@ def main() -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "notebooks" / "transcripts")
+    parser.add_argument("--only", nargs="*", default=(), help="transcript files to record (default: all)")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         print("No CUDA device here: nothing recorded.")
@@ -216,6 +217,8 @@ def main() -> int:
     head = header()
     files: dict[str, list[str]] = {}
     for name, notebook, title, argv, timeout in PATHS:
+        if args.only and name not in args.only:
+            continue
         print(f"running: {title}", file=sys.stderr, flush=True)
         with tempfile.TemporaryDirectory() as tmp:
             output = run(argv, timeout, tmp)

@@ -288,3 +288,18 @@ def test_explore_world_size_is_the_widget_callback():
     assert summary["difference"] < _tolerance(1) and summary["wall_seconds"] > 0
     with pytest.raises(ValueError, match="1, 2 or 3"):
         ddp.explore_world_size(4)
+
+
+def test_each_node_uses_nccl_when_it_has_a_gpu_for_each_of_its_own_ranks(monkeypatch):
+    # Two torchrun nodes of 4 GPUs: 8 ranks in all, 4 on this node; the old rule (GPUs >= world
+    # size) put them all on the CPU.
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 4)
+    monkeypatch.setenv("LOCAL_RANK", "3")
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "4")
+    assert ddp.rank_device(7, 8) == torch.device("cuda:3")
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "5")
+    assert ddp.rank_device(7, 8) == torch.device("cpu")
+    monkeypatch.delenv("LOCAL_RANK")
+    monkeypatch.delenv("LOCAL_WORLD_SIZE")
+    assert ddp.rank_device(1, 4) == torch.device("cuda:1")  # mp.spawn on one machine
+    assert ddp.rank_device(1, 8) == torch.device("cpu")
