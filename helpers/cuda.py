@@ -127,10 +127,11 @@ def _run_fresh(body: str, limit: float, env: dict[str, str | None] | None = None
     The result comes back as one JSON line on stdout; ``stderr`` holds the end of the child's.
     The repository goes on ``PYTHONPATH``, so this works without installing the package.
     """
-    code = (
+    code = (  # guarded: the demos' spawn and forkserver children import this script as __mp_main__
         "import json, sys\n"
         f"from helpers.cuda import {body} as body\n"
-        f"print({_MARK!r} + json.dumps(body(**json.loads(sys.argv[1]))), flush=True)\n"
+        "if __name__ == '__main__':\n"
+        f"    print({_MARK!r} + json.dumps(body(**json.loads(sys.argv[1]))), flush=True)\n"
     )
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
     try:

@@ -624,6 +624,28 @@ def _check_threads(pid: int | None) -> Finding:
     return _finding("threads before fork", "warn" if risky else "ok", measured)
 
 
+def _cuda_driver_open(pid: int) -> bool | None:
+    """Whether ``pid`` holds the CUDA driver's unified-memory device open (None where /proc is unreadable).
+
+    The driver opens ``/dev/nvidia-uvm`` when it initialises (``cuInit``): on a CUDA tensor, and
+    already on ``torch.cuda.is_available()``, which makes a later fork child's CUDA fail although
+    ``torch.cuda.is_initialized()`` is still False. Importing torch maps libcuda but opens no
+    device file, and the NVML-based check (``PYTORCH_NVML_BASED_CUDA_CHECK=1``) opens no UVM device.
+
+    >>> _cuda_driver_open(os.getpid()) in (False, None)  # this process has not touched CUDA
+    True
+    """
+    try:
+        fds = list(Path(f"/proc/{pid}/fd").iterdir())
+    except OSError:
+        return None
+    targets = set()
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            targets.add(os.readlink(fd))
+    return "/dev/nvidia-uvm" in targets
+
+
 def _check_cuda(pid: int | None) -> Finding:
     import torch
 
@@ -631,21 +653,25 @@ def _check_cuda(pid: int | None) -> Finding:
         return _finding(
             "CUDA initialised", "ok", "no: this torch is a CPU build (CUDA cannot be initialised)"
         )
+    driver = _cuda_driver_open(os.getpid() if pid is None else pid)
     if pid is None:
         initialised = torch.cuda.is_initialized()
         measured = (
-            f"torch.cuda.is_initialized() = {initialised}; default start method {default_start_method()}"
+            f"torch.cuda.is_initialized() = {initialised}; CUDA driver initialised (is_available() does "
+            f"this) = {bool(driver)}; default start method {default_start_method()}"
         )
-        risky = initialised and default_start_method() == "fork"
+        risky = (initialised or driver) and default_start_method() == "fork"
         return _finding("CUDA initialised", "warn" if risky else "ok", measured)
-    loaded = any("libcuda.so" in path for path in _mappings(pid).values())
-    if loaded:
+    if driver is None:
+        return _finding("CUDA initialised", "n/a", f"cannot read /proc/{pid}/fd (another user's process?)")
+    if driver:
         return _finding(
             "CUDA initialised",
             "warn",
-            f"libcuda is mapped into pid {pid}: it has very likely initialised CUDA",
+            f"pid {pid} holds /dev/nvidia-uvm open: it has initialised the CUDA driver, so its fork "
+            "children cannot use CUDA",
         )
-    return _finding("CUDA initialised", "ok", f"no: libcuda is not mapped into pid {pid}")
+    return _finding("CUDA initialised", "ok", f"no: pid {pid} has not opened the CUDA driver")
 
 
 def _check_children(pid: int | None) -> Finding:

@@ -93,6 +93,7 @@ def test_script_on_a_cpu_machine_says_no_cuda_and_writes_nothing(tmp_path):
 
 
 @pytest.mark.skipif(not HAS_CUDA, reason=NO_CUDA_REASON)
+@pytest.mark.timeout(900)  # every demo, each in a fresh interpreter: minutes
 def test_gpu_demos_run_and_their_robust_claims_hold():
     results = hc.run_gpu_demos(timeout=120)
     print(ct.format_transcript(hc.gpu_info(), results))
