@@ -154,7 +154,9 @@ if __name__ == "__main__":
 
 def test_the_displayed_train_runs_as_a_script_under_torchrun_and_mp_spawn(notebook_run, tmp_path):
     script = tmp_path / "train_digits.py"
-    script.write_text(SCRIPT_HEAD + inspect.getsource(ddp.train) + SCRIPT_MAIN)
+    script.write_text(
+        SCRIPT_HEAD + inspect.getsource(ddp.rank_device) + "\n\n" + inspect.getsource(ddp.train) + SCRIPT_MAIN
+    )
     under_torchrun = run_torchrun(torchrun_command(2, str(script), "torchrun.pt"), timeout=400, cwd=tmp_path)
     assert under_torchrun.returncode == 0, under_torchrun.stdout[-3000:]
     under_spawn = subprocess.run(
