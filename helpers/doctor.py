@@ -148,7 +148,7 @@ _ABOUT = {
         "torch picks its thread count from the cores it sees, not from a container's CPU "
         "quota; N processes x T threads above the usable CPUs oversubscribe and run slower.",
         "In each of N workers: torch.set_num_threads(max(1, usable_cpus // N)); or set OMP_NUM_THREADS.",
-        "05 §3 Threads per worker; 08 §4 Thread oversubscription",
+        "05 §2 The Hogwild pattern; 08 §4 Thread oversubscription",
         "PyTorch docs 'CPU in multiprocessing' (PR #103229)",
     ),
     "CUDA initialised": (
@@ -187,14 +187,14 @@ _ABOUT = {
         "fully-qualified name; if it does not resolve, the rendezvous times out.",
         "Set MASTER_ADDR=127.0.0.1 on one machine (torchrun --local-addr 127.0.0.1), or fix "
         "/etc/hosts / DNS for the name shown.",
-        "06 §2b Where the rendezvous listens",
+        "06 §Appendix: where the rendezvous listens",
         "pytorch#150532",
     ),
     "master port": (
         "Rank 0 listens on MASTER_PORT; a port that something else holds fails the launch with "
         "'Address already in use' (errno 98).",
         "Pick a free port (bind to port 0 and read it back) or stop what holds it.",
-        "06 §2b Where the rendezvous listens",
+        "06 §Appendix: where the rendezvous listens",
         "pytorch#85604",
     ),
     "leftover children": (

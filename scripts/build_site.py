@@ -110,6 +110,9 @@ def build_site(notebooks: list[Path], out: Path, timeout: int = 180, execute: bo
         shutil.rmtree(out)
     out.mkdir(parents=True, exist_ok=True)
     (out / MARKER).write_text("made by scripts/build_site.py; the next build empties this folder\n")
+    # The lab template turns a ```mermaid block of a markdown cell into <div class="jp-Mermaid"><pre
+    # class="mermaid"> and adds the script that draws it with Mermaid, loaded from a CDN
+    # (HTMLExporter.mermaid_js_url) when the page is opened; offline the diagram shows as its source.
     exporter = HTMLExporter(template_name="lab")
     pages = []
     with tempfile.TemporaryDirectory(prefix="build-site-") as tmp:

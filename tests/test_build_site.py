@@ -4,6 +4,7 @@ real notebooks are rendered without executing them (they run under nbmake and in
 from __future__ import annotations
 
 import doctest
+import html
 import importlib.util
 import re
 import sys
@@ -80,6 +81,24 @@ def test_build_executes_and_renders_a_browsable_site(fixture_notebook, tmp_path)
     (stranger / "keep.txt").write_text("mine")
     with pytest.raises(FileExistsError):
         build_site.build_site([fixture_notebook], stranger, execute=False)
+
+
+def test_a_mermaid_diagram_becomes_a_drawn_diagram_on_the_page(fixture_notebook, tmp_path):
+    from tests.test_diagrams import mermaid_blocks
+
+    nb = nbformat.read(fixture_notebook, as_version=4)
+    diagram = 'flowchart LR\n  P["parent: fork()"] --> C[child]'
+    nb.cells.insert(1, nbformat.v4.new_markdown_cell(f"## 1. How\n\n```mermaid\n{diagram}\n```\n"))
+    nbformat.write(nb, fixture_notebook)
+    build_site.build_site([fixture_notebook], tmp_path / "site", execute=False)
+    page = (tmp_path / "site" / "98_fixture.html").read_text()
+    # nbconvert's lab template: the block as Mermaid's input element (HTML-escaped; Mermaid reads
+    # its text) and the module script that imports Mermaid and draws every such element.
+    drawn = re.findall(r'<div class="jp-Mermaid"><pre class="mermaid">\n(.*?)</pre></div>', page, re.S)
+    assert [html.unescape(d).strip() for d in drawn] == [b.strip() for b in mermaid_blocks(nb)] == [diagram]
+    assert 'document.querySelectorAll(".jp-Mermaid > pre.mermaid")' in page
+    assert re.search(r'import\("https://[^"]+/mermaid[^"]*\.mjs"\)', page), "the script loads Mermaid"
+    assert "language-mermaid" not in page, "the diagram is not rendered as a code listing"
 
 
 def test_a_failing_notebook_is_marked_and_fails_the_build(fixture_notebook, tmp_path):

@@ -2,7 +2,8 @@
 
 nbmake proves the kernels run; this proves the notebooks work in the UI: Run > Run All Cells from
 the menu, every code cell executed, no error output, widgets rendered as live controls (one of
-them moved, and its output changes), plots rendered as images. Select with ``-m browser``,
+them moved, and its output changes), plots rendered as images, and every Mermaid diagram of the
+markdown cells drawn (an SVG image, not the diagram's source text). Select with ``-m browser``,
 leave out with ``-m 'not browser'``. Screenshots go to a temporary directory (printed at the end
 of the session, with one line per notebook).
 
@@ -28,6 +29,7 @@ import nbformat
 import pytest
 
 from tests.e2e.lab import CHROMIUM_ARGS, ROOT, lab_server, require_browser
+from tests.test_diagrams import mermaid_blocks
 
 # Every notebook of the series; E2E_NOTEBOOKS (paths separated by os.pathsep) picks others.
 NOTEBOOKS = (
@@ -39,6 +41,7 @@ NOTEBOOKS = (
 # it took 156 s. E2E_RUN_TIMEOUT overrides.
 RUN_TIMEOUT = float(os.environ.get("E2E_RUN_TIMEOUT", "240"))
 WIDGET_TIMEOUT = 90.0  # seconds for a moved control's output to change
+DIAGRAM_TIMEOUT = 60.0  # seconds for the Mermaid diagrams to be drawn once Run All has finished
 
 pytestmark = pytest.mark.browser
 
@@ -82,12 +85,32 @@ DOM_JS = """() => {
 }"""
 
 
+# Mermaid diagrams in markdown cells, as JupyterLab 4.6 (@jupyterlab/mermaid) draws them: a fenced
+# ```mermaid block becomes <div class="jp-RenderedMermaid"><figure><img src="data:image/svg+xml,...">
+# (plus the source in a visually hidden <pre><code class="mermaid">); a diagram Mermaid cannot parse
+# becomes <div class="jp-RenderedMermaid jp-mod-warning"><details class="jp-RenderedMermaid-Details">
+# with the parse error. Without the Mermaid renderer the block stays <pre><code class="language-mermaid">.
+MERMAID_JS = """() => {
+  const markdown = '.jp-Notebook .jp-MarkdownCell .jp-RenderedMarkdown';
+  const figures = [...document.querySelectorAll(`${markdown} .jp-RenderedMermaid`)];
+  const drawn = figures.filter(f => !f.classList.contains('jp-mod-warning')
+    && [...f.querySelectorAll('figure img')].some(i => i.src.startsWith('data:image/svg+xml')));
+  const failed = figures.filter(f => f.classList.contains('jp-mod-warning'));
+  return {drawn: drawn.length, failed: failed.length,
+          errors: failed.map(f => (f.querySelector('details > pre')?.textContent || '').slice(0, 200)),
+          as_text: document.querySelectorAll(`${markdown} pre > code.language-mermaid`).length};
+}"""
+
 COMMS_JS = "() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.commsOverSubshells"
 
 
 def _code(path: Path) -> str:
     nb = nbformat.read(path, as_version=4)
     return "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+
+
+def _diagrams(path: Path) -> int:
+    return len(mermaid_blocks(nbformat.read(path, as_version=4)))
 
 
 def _wait_for_state(page, predicate, timeout: float, what: str, polls: int = 1) -> dict:
@@ -162,6 +185,17 @@ def _move_a_control(page) -> str | None:
             f"moved a control ({moved}) but its output did not change in {WIDGET_TIMEOUT:.0f} s"
         )
     return None
+
+
+def _wait_for_diagrams(page, expected: int) -> dict:
+    """The Mermaid counts once ``expected`` diagrams are drawn or failed (drawing is asynchronous:
+    JupyterLab loads Mermaid on the first diagram), or what there is after ``DIAGRAM_TIMEOUT``."""
+    deadline = time.monotonic() + DIAGRAM_TIMEOUT
+    while True:
+        found = page.evaluate(MERMAID_JS)
+        if found["drawn"] + found["failed"] >= expected or time.monotonic() > deadline:
+            return found
+        time.sleep(0.5)
 
 
 def _new_children(before: set[int]) -> list[int]:
@@ -248,6 +282,7 @@ def test_notebook_runs_in_jupyterlab(path, context, lab, screenshot_dir, e2e_rep
         state = _wait_for_state(page, _finished, RUN_TIMEOUT, "Run All finished", polls=3)
         seconds = time.monotonic() - started
         page.wait_for_timeout(1000)  # let widget views and images attach
+        diagrams = _wait_for_diagrams(page, _diagrams(path))
         page.screenshot(path=str(screenshot_dir / f"{path.stem}.png"))
         dom = page.evaluate(DOM_JS)
 
@@ -267,6 +302,12 @@ def test_notebook_runs_in_jupyterlab(path, context, lab, screenshot_dir, e2e_rep
         assert dom["images"] >= model_images, f"model has {model_images} images, browser shows {dom}"
         if re.search(r"matplotlib|new_figure|bar_chart|plt\.", code):
             assert dom["images"] >= 1, f"{path.name} plots, but no image rendered: {dom}"
+        assert not diagrams["failed"], f"{path.name}: Mermaid could not draw: {diagrams['errors']}"
+        shown_as_text = diagrams["as_text"]
+        assert not shown_as_text, f"{path.name}: {shown_as_text} Mermaid blocks shown as source text"
+        assert diagrams["drawn"] == _diagrams(path), (
+            f"{path.name} has {_diagrams(path)} Mermaid diagrams, JupyterLab drew {diagrams['drawn']}"
+        )
         assert dom["broken_views"] == 0, f"{dom['broken_views']} widget views did not render: {dom}"
         moved = None
         if re.search(r"ipywidgets|interact\(", code):
@@ -279,7 +320,8 @@ def test_notebook_runs_in_jupyterlab(path, context, lab, screenshot_dir, e2e_rep
         assert not late_errors, f"moving a control raised: {late_errors}"
         e2e_report.append(
             f"{path.name}: Run All {seconds:.1f} s, {len(state['cells'])} code cells, "
-            f"{dom['controls']} widget controls, {dom['images']} images, moved: {moved or 'none'}"
+            f"{dom['controls']} widget controls, {dom['images']} images, "
+            f"{diagrams['drawn']}/{_diagrams(path)} diagrams drawn, moved: {moved or 'none'}"
         )
     except BaseException:
         with contextlib.suppress(Exception):

@@ -1,0 +1,381 @@
+"""The pattern scripts (``patterns/NN_topic.py``): each runs under every start method, stays short and
+self-contained, bounds every wait, is listed in ``patterns/README.md``, and its notebook shows and runs it.
+
+A pattern is what a learner copies into their own project, so it is checked as a file, not as a
+notebook cell:
+
+- it runs as a script, ``python patterns/NN_x.py METHOD`` from a temporary working directory, under
+  each method of ``multiprocessing.get_all_start_methods()`` (the three runs go in parallel threads),
+  within 120 s, exits 0 and prints at least one line;
+- at most ``MAX_LINES`` lines (all of them: blank lines and comments count), a module docstring of at
+  most 3 lines, the ``if __name__ == "__main__":`` guard;
+- it imports only the standard library (``sys.stdlib_module_names``), ``torch`` and ``numpy``;
+- bounded waits, read from the syntax tree (a pragmatic rule, not a proof): a ``.join()`` call must
+  pass an argument (``p.join(5)``, ``p.join(timeout=5)``; ``", ".join(parts)`` passes one too), and
+  a ``.get()`` call on a name that looks like a queue (``queue``, ``q``, ``results_queue``,
+  ``q_in``, ``self.queue``...) must pass ``timeout=``, two positional arguments
+  (``block, timeout``) or ``block=False``. ``Pool.join``, ``JoinableQueue.join`` and
+  ``SimpleQueue.get`` cannot be bounded, so a pattern does not use them. Not checked: ``recv()``
+  on a Pipe (bound it with ``poll(timeout)``) and ``mp.spawn(..., join=True)``; the 120 s run
+  limit catches a hang there.
+
+Each notebook NN (01-09) calls ``show_script`` on ``../patterns/NN_*.py`` in its main path (before
+the first ``Appendix`` heading) and runs that file with ``subprocess.run`` in a code cell.
+"""
+
+from __future__ import annotations
+
+import ast
+import multiprocessing
+import re
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from tests.reading_time import APPENDIX
+from tests.test_shown_code import _cell_tree
+
+ROOT = Path(__file__).resolve().parent.parent
+PATTERNS = sorted((ROOT / "patterns").glob("[0-9][0-9]_*.py"))
+INDEX = ROOT / "patterns" / "README.md"
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+METHODS = multiprocessing.get_all_start_methods()
+MAX_LINES = 32
+RUN_TIMEOUT = 120
+ALLOWED_IMPORTS = set(sys.stdlib_module_names) | {"torch", "numpy"}
+QUEUE_NAME = re.compile(r"(^|_)(q|queue|queues)(_|$)|queue$", re.IGNORECASE)
+PATTERN_PATH = re.compile(r"\.\./patterns/(\d\d)_\w+\.py")
+
+# Notebooks that do not yet end their main path with their pattern script; each leaves the set when
+# it does (strict: a notebook listed here that already passes fails the test, so the set cannot go
+# stale).
+NOT_YET_PATTERNED = {
+    "01_start_methods.ipynb",
+    "02_shared_tensors.ipynb",
+    "03_queues_and_pipes.ipynb",
+    "04_fork_and_cuda.ipynb",
+    "05_hogwild.ipynb",
+    "06_ddp_mp_spawn.ipynb",
+    "07_dataloader_workers.ipynb",
+    "08_debugging_and_pitfalls.ipynb",
+    "09_multi_node.ipynb",
+}
+
+
+# --- the checks, as functions the probe tests below run on files of their own ----------------------
+
+
+def _receiver_name(node: ast.AST) -> str:
+    """The last identifier of what a method is called on: ``q`` for ``q.get``, ``queue`` for
+    ``self.queue.get``, ``""`` for anything else (a call, a subscript, a literal)."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return ""
+
+
+def _unbounded_waits(tree: ast.Module) -> list[str]:
+    """``.join()`` without an argument and a queue's ``.get()`` without a timeout, with their line."""
+    found = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        method, keywords = node.func.attr, {k.arg: k.value for k in node.keywords}
+        if method == "join" and not node.args and "timeout" not in keywords:
+            found.append(f"line {node.lineno}: {ast.unparse(node)} waits forever (pass timeout=...)")
+        elif method == "get" and QUEUE_NAME.search(_receiver_name(node.func.value)):
+            block = keywords.get("block", node.args[0] if node.args else None)
+            non_blocking = isinstance(block, ast.Constant) and block.value is False
+            if "timeout" not in keywords and len(node.args) < 2 and not non_blocking:
+                found.append(f"line {node.lineno}: {ast.unparse(node)} waits forever (pass timeout=...)")
+    return found
+
+
+def _has_main_guard(tree: ast.Module) -> bool:
+    for node in tree.body:
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Compare):
+            sides = [node.test.left, *node.test.comparators]
+            names = {s.id for s in sides if isinstance(s, ast.Name)}
+            values = {s.value for s in sides if isinstance(s, ast.Constant)}
+            if names == {"__name__"} and values == {"__main__"}:
+                return True
+    return False
+
+
+def _foreign_imports(tree: ast.Module) -> list[str]:
+    """Imports of anything but the standard library, torch and numpy (relative imports included)."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            modules = ["." * node.level + (node.module or "")] if node.level else [node.module or ""]
+        else:
+            continue
+        found += [m for m in modules if m.split(".")[0] not in ALLOWED_IMPORTS]
+    return found
+
+
+def pattern_findings(path: Path) -> list[str]:
+    """What a pattern file breaks of the static rules (module docstring); empty when it keeps them."""
+    text = path.read_text()
+    problems = []
+    lines = len(text.splitlines())
+    if lines > MAX_LINES:
+        problems.append(f"{lines} lines (at most {MAX_LINES}, blank lines and comments included)")
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as error:
+        return [*problems, f"does not parse: {error}"]
+    docstring = ast.get_docstring(tree)
+    if not docstring or len(docstring.splitlines()) > 3:
+        problems.append("needs a module docstring of 1-3 lines: what it shows and how to run it")
+    if not _has_main_guard(tree):
+        problems.append('no `if __name__ == "__main__":` guard')
+    foreign = _foreign_imports(tree)
+    if foreign:
+        problems.append(f"imports {foreign}: only the standard library, torch and numpy")
+    return problems + _unbounded_waits(tree)
+
+
+def run_pattern(path: Path, method: str, cwd: Path) -> str | None:
+    """Run ``path`` as a script with ``method`` as its argument from ``cwd``; what went wrong, or None."""
+    try:
+        done = subprocess.run(
+            [sys.executable, str(path), method], cwd=cwd, capture_output=True, text=True, timeout=RUN_TIMEOUT
+        )
+    except subprocess.TimeoutExpired:
+        return f"{method}: still running after {RUN_TIMEOUT} s"
+    if done.returncode != 0:
+        return f"{method}: exit code {done.returncode}\n{done.stdout[-2000:]}{done.stderr[-2000:]}"
+    if not done.stdout.strip():
+        return f"{method}: printed nothing on stdout (end with a line that says what it did)"
+    return None
+
+
+def run_under_every_method(path: Path, cwd: Path) -> list[str]:
+    """:func:`run_pattern` under each start method, in parallel; the failures."""
+    with ThreadPoolExecutor(len(METHODS)) as pool:
+        results = pool.map(lambda method: run_pattern(path, method, cwd), METHODS)
+    return [result for result in results if result]
+
+
+def index_findings(index: Path, patterns: list[Path]) -> list[str]:
+    """Pattern files missing from the index's table, and table entries with no file."""
+    rows = [line for line in index.read_text().splitlines() if line.startswith("|")]
+    listed = {name for row in rows for name in re.findall(r"\d\d_\w+\.py", row.split("|")[1])}
+    present = {p.name for p in patterns}
+    return [f"{name} is not in {index.name}'s table" for name in sorted(present - listed)] + [
+        f"{index.name} lists {name}, which does not exist" for name in sorted(listed - present)
+    ]
+
+
+def notebook_findings(path: Path, patterns_dir: Path) -> list[str]:
+    """Whether notebook NN's main path shows ``../patterns/NN_*.py`` with show_script and runs it."""
+    number = path.name[:2]
+    code = []
+    for cell in nbformat.read(path, as_version=4).cells:
+        if cell.cell_type == "markdown" and APPENDIX.search(cell.source):
+            break
+        if cell.cell_type == "code":
+            code.append(_cell_tree(cell.source))
+    constants = {
+        node.value
+        for tree in code
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and PATTERN_PATH.fullmatch(node.value)
+    }
+    mine = {c for c in constants if PATTERN_PATH.fullmatch(c)[1] == number}
+    if not mine:
+        return [f"no code cell of the main path names ../patterns/{number}_*.py"]
+    problems = [f"{c} does not exist" for c in sorted(mine) if not (patterns_dir / Path(c).name).is_file()]
+    # A variable bound to the path stands for it: PATTERN = "../patterns/01_x.py"
+    names = {
+        target.id
+        for tree in code
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and node.value.value in mine
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+
+    def mentions(node: ast.AST) -> bool:
+        return any(
+            (isinstance(n, ast.Constant) and n.value in mine) or (isinstance(n, ast.Name) and n.id in names)
+            for n in ast.walk(node)
+        )
+
+    calls = [node for tree in code for node in ast.walk(tree) if isinstance(node, ast.Call)]
+    shown = any(ast.unparse(c.func).endswith("show_script") and c.args and mentions(c.args[0]) for c in calls)
+    ran = any(ast.unparse(c.func) == "subprocess.run" and mentions(c) for c in calls)
+    if not shown:
+        problems.append(f"the main path does not call show_script on ../patterns/{number}_*.py")
+    if not ran:
+        problems.append(f"no code cell of the main path runs ../patterns/{number}_*.py with subprocess.run")
+    return problems
+
+
+# --- the series --------------------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(RUN_TIMEOUT + 30)
+@pytest.mark.parametrize("path", PATTERNS, ids=lambda p: p.name)
+def test_the_pattern_runs_under_every_start_method(path, tmp_path):
+    failures = run_under_every_method(path, tmp_path)
+    assert not failures, "\n".join(failures)
+    assert not any(tmp_path.iterdir()), f"{path.name} left files in its working directory"
+
+
+@pytest.mark.parametrize("path", PATTERNS, ids=lambda p: p.name)
+def test_the_pattern_is_short_self_contained_and_bounded(path):
+    problems = pattern_findings(path)
+    assert not problems, f"{path.name}: {problems}"
+
+
+def test_the_index_lists_every_pattern_and_nothing_else():
+    problems = index_findings(INDEX, PATTERNS)
+    assert not problems, problems
+
+
+@pytest.mark.parametrize("path", [p for p in NOTEBOOKS if p.name[:2] != "00"], ids=lambda p: p.name)
+def test_the_notebook_shows_and_runs_its_pattern(path):
+    problems = notebook_findings(path, ROOT / "patterns")
+    if path.name in NOT_YET_PATTERNED:
+        assert problems, f"{path.name} shows and runs its pattern now: remove it from NOT_YET_PATTERNED"
+        pytest.xfail(f"not yet given its pattern: {problems}")
+    assert not problems, f"{path.name}: {problems}"
+
+
+# --- the checks, on probe files ------------------------------------------------------------------------
+
+GOOD = '''"""Start one child with a context, get its answer through a queue.
+
+Run: python 99_probe.py [fork|spawn|forkserver]
+"""
+
+import multiprocessing as mp
+import sys
+
+
+def square(x, queue):
+    queue.put(x * x)
+
+
+if __name__ == "__main__":
+    method = sys.argv[1] if len(sys.argv) > 1 else "spawn"
+    ctx = mp.get_context(method)
+    queue = ctx.Queue()
+    child = ctx.Process(target=square, args=(7, queue))
+    child.start()
+    answer = queue.get(timeout=60)
+    child.join(timeout=60)
+    if child.exitcode != 0 or answer != 49:
+        sys.exit(f"child exit code {child.exitcode}, answer {answer}")
+    print(f"{method}: the child squared 7 -> {answer}")
+'''
+
+
+def _probe(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "99_probe.py"
+    path.write_text(text)
+    return path
+
+
+def test_a_good_pattern_passes_every_check(tmp_path):
+    # The probe uses the standard library's multiprocessing (torch.multiprocessing is a drop-in
+    # wrapper of it): its three runs take 0.1-0.3 s each instead of a torch import each.
+    path = _probe(tmp_path, GOOD)
+    assert pattern_findings(path) == []
+    workdir = tmp_path / "cwd"
+    workdir.mkdir()
+    assert run_under_every_method(path, workdir) == []
+
+
+def test_the_static_checks_find_each_broken_rule(tmp_path):
+    broken = (
+        GOOD.replace("import sys\n", "import sys\n\nfrom helpers import source\nimport pandas\n")
+        .replace("queue.get(timeout=60)", "queue.get()")
+        .replace("child.join(timeout=60)", "child.join()")
+        .replace('if __name__ == "__main__":', "if True:")
+    )
+    problems = pattern_findings(_probe(tmp_path, broken + "\n" * 10))
+    assert problems == [
+        "37 lines (at most 32, blank lines and comments included)",
+        'no `if __name__ == "__main__":` guard',
+        "imports ['helpers', 'pandas']: only the standard library, torch and numpy",
+        "line 23: queue.get() waits forever (pass timeout=...)",
+        "line 24: child.join() waits forever (pass timeout=...)",
+    ]
+    assert pattern_findings(_probe(tmp_path, GOOD.replace('"""Start', '"""Start\n\n\n\n'))) == [
+        "needs a module docstring of 1-3 lines: what it shows and how to run it"
+    ]
+
+
+def test_the_wait_rule_accepts_bounded_and_non_queue_calls():
+    bounded = (
+        "q.get(True, 5); results_queue.get(block=False); q_in.get(False); self.queue.get(timeout=1)\n"
+        "p.join(5); ', '.join(parts); config.get('key'); os.path.join('a', 'b')"
+    )
+    assert _unbounded_waits(ast.parse(bounded)) == []
+    unbounded = "q.get(); self.work_queue.get(True); queues[0].join(); t.join()"
+    assert len(_unbounded_waits(ast.parse(unbounded))) == 4
+
+
+def test_a_failing_or_silent_pattern_fails_the_run(tmp_path):
+    failing = _probe(tmp_path, "import sys\nprint('trying')\nsys.exit('the child failed')\n")
+    assert run_pattern(failing, "spawn", tmp_path).startswith("spawn: exit code 1\ntrying")
+    silent = _probe(tmp_path, "x = 1\n")
+    assert "printed nothing" in run_pattern(silent, "spawn", tmp_path)
+
+
+def test_the_index_check_finds_missing_and_stale_entries(tmp_path):
+    index = tmp_path / "README.md"
+    index.write_text(
+        "# Patterns\n\nSee 07_x.py in prose (not an entry).\n\n| file | what |\n|---|---|\n"
+        "| [01_a.py](01_a.py) | a |\n| [02_gone.py](02_gone.py) | gone |\n"
+    )
+    files = [tmp_path / "01_a.py", tmp_path / "03_new.py"]
+    assert index_findings(index, files) == [
+        "03_new.py is not in README.md's table",
+        "README.md lists 02_gone.py, which does not exist",
+    ]
+
+
+def test_the_notebook_check_wants_the_pattern_shown_and_run_on_the_main_path(tmp_path):
+    v4 = nbformat.v4
+    patterns_dir = tmp_path / "patterns"
+    patterns_dir.mkdir()
+    (patterns_dir / "07_probe.py").write_text(GOOD)
+    shown = [
+        v4.new_code_cell(
+            "from helpers.source import show_script\n"
+            'PATTERN = "../patterns/07_probe.py"\n'
+            "show_script(PATTERN)"
+        ),
+        v4.new_code_cell(
+            "done = subprocess.run([sys.executable, PATTERN, 'spawn'], capture_output=True, text=True, "
+            "timeout=120)"
+        ),
+    ]
+    path = tmp_path / "07_probe.ipynb"
+
+    def findings(cells):
+        nbformat.write(v4.new_notebook(cells=cells), path)
+        return notebook_findings(path, patterns_dir)
+
+    assert findings(shown) == []
+    assert findings([v4.new_markdown_cell("## Appendix: the pattern"), *shown]) == [
+        "no code cell of the main path names ../patterns/07_*.py"
+    ]
+    assert findings(shown[:1]) == [
+        "no code cell of the main path runs ../patterns/07_*.py with subprocess.run"
+    ]
+    renamed = [v4.new_code_cell(c.source.replace("07_probe", "07_other")) for c in shown]
+    assert findings(renamed) == ["../patterns/07_other.py does not exist"]
