@@ -202,7 +202,7 @@ def startup_latencies(method: str, nprocs: int = 2, timeout: float = 120.0) -> l
 
 
 def plot_startup(method: str = "fork", nprocs: int = 2) -> list[float]:
-    """Widget callback (notebook 01, appendix on start-up time): measure, draw a bar per child, return seconds.
+    """Widget callback (notebook 01, appendix on start-up time): measure, draw a bar per child; seconds.
 
     >>> len(plot_startup("spawn", nprocs=1))
     1
