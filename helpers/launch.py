@@ -3,7 +3,9 @@
 ``launch`` runs ``fn(rank, *args)`` in ``nprocs`` processes and returns their return values.
 ``spawn_with_deadline`` is ``torch.multiprocessing.start_processes`` with a deadline, for code
 that wants torch's own launcher (DDP). Both refuse, before any process starts, a function that a
-spawn or forkserver child could not import (defined in ``__main__``, a lambda, a nested function).
+spawn or forkserver child could not import: one defined in a ``__main__`` that has no file (a
+notebook, an interactive session, ``python -c``), a lambda, a nested function. A function defined
+at the top level of a script run as a file is fine: the child imports the script as ``__mp_main__``.
 
 Example::
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import queue
+import sys
 import time
 import traceback
 from collections.abc import Callable, Sequence
@@ -26,6 +29,7 @@ __all__ = [
     "NotImportableError",
     "WorkerFailed",
     "check_importable",
+    "main_is_importable",
     "launch",
     "spawn_with_deadline",
 ]
@@ -36,14 +40,14 @@ IMPORTING_METHODS = ("spawn", "forkserver")
 class NotImportableError(ValueError):
     """The worker function cannot be imported by a spawn/forkserver child.
 
-    Notebook 01 section 3: what a worker defined in the notebook gets under spawn and forkserver.
+    Notebook 01 section 4: what a worker defined in the notebook gets under spawn and forkserver.
     """
 
 
 class WorkerFailed(RuntimeError):
     """A worker raised, died, or missed the deadline; the message carries the child's traceback.
 
-    What :func:`launch` raises when a worker fails (notebook 01 section 3; the exercise checkers report it).
+    What :func:`launch` raises when a worker fails (notebook 01 section 4; the exercise checkers report it).
     """
 
     def __init__(self, message: str, rank: int | None = None, exitcode: int | None = None):
@@ -52,12 +56,36 @@ class WorkerFailed(RuntimeError):
         self.exitcode = exitcode
 
 
+def main_is_importable() -> bool:
+    """True when a spawn child can import this process's ``__main__``: a script run as a file or with ``-m``.
+
+    The same test as ``multiprocessing.spawn.get_preparation_data``: ``__main__`` has a module spec
+    with a name (``python -m pkg.mod``) or a ``__file__``. A notebook kernel's, an interactive
+    session's and ``python -c``'s ``__main__`` have neither. Notebook 01 section 4.
+
+    >>> import sys, types
+    >>> saved = sys.modules["__main__"]
+    >>> sys.modules["__main__"] = types.ModuleType("__main__")  # what a notebook's __main__ looks like
+    >>> main_is_importable()
+    False
+    >>> sys.modules["__main__"] = saved
+    """
+    main = sys.modules.get("__main__")
+    if main is None:
+        return False
+    if getattr(getattr(main, "__spec__", None), "name", None) is not None:
+        return True
+    return getattr(main, "__file__", None) is not None
+
+
 def check_importable(fn: Callable, method: str) -> None:
     """Raise :class:`NotImportableError` if a ``method`` child could not import ``fn``.
 
     fork children inherit the parent's memory, so anything goes; spawn and forkserver children
-    re-import ``fn`` by module and qualified name, which fails for ``__main__`` (a notebook or an
-    interactive session), lambdas and functions defined inside other functions.
+    re-import ``fn`` by module and qualified name. That works for a script's ``__main__`` (the child
+    imports the script again, by its path or its ``-m`` name), and fails for a ``__main__`` with no
+    file (a notebook, an interactive session, ``python -c``), for lambdas and for functions defined
+    inside other functions. :func:`main_is_importable` tells the two ``__main__`` cases apart.
 
     >>> check_importable(print, "spawn")  # a builtin: importable, no error
     >>> check_importable(lambda rank: rank, "spawn")
@@ -71,8 +99,8 @@ def check_importable(fn: Callable, method: str) -> None:
         return
     module = getattr(fn, "__module__", None)
     qualname = getattr(fn, "__qualname__", repr(fn))
-    if module == "__main__":
-        where = "it is defined in __main__ (this notebook or script)"
+    if module == "__main__" and not main_is_importable():
+        where = "it is defined in __main__, which here has no file (a notebook, an interactive session or -c)"
     elif "<lambda>" in qualname or "<locals>" in qualname:
         where = "it is a lambda or is defined inside another function"
     else:
@@ -115,7 +143,7 @@ def launch(
     threads: int | None = 1,
 ) -> list:
     """Run ``fn(rank, *args)`` for ranks ``0..nprocs-1``, each in its own process; return results.
-    Notebook 01 section 3 and notebook 02 sections 3 and 5 (a demo that may hang or crash).
+    Notebook 01 section 4 and notebook 02 sections 3 and 5 (a demo that may hang or crash).
 
     - ``method``: the start method, used through ``get_context`` (never ``set_start_method``).
     - ``timeout``: seconds for the whole run; on expiry every child is terminated and
@@ -192,7 +220,7 @@ def spawn_with_deadline(
     timeout: float = 60.0,
 ) -> None:
     """``torch.multiprocessing.start_processes(fn, args, nprocs, start_method=method)``, bounded.
-    Notebook 01 section 7 (``mp.spawn`` versus ``Process``).
+    Notebook 01's appendix on ``mp.spawn`` with a deadline.
 
     torch calls ``fn(rank, *args)``. A child exception surfaces as torch's
     ``ProcessRaisedException`` (with the child's traceback), a crash as

@@ -31,6 +31,8 @@ from helpers.processes import reap
 
 __all__ = [
     "STATE",
+    "work",
+    "square",
     "whoami",
     "what_i_inherit",
     "report_rank",
@@ -49,10 +51,32 @@ STATE = {"value": "set at import"}
 PRELOAD = ["torch", "helpers.start_methods"]
 
 
+def work(rank: int, size: int = 200) -> None:
+    """A worker: one thread of torch work, then one line on stdout (notebook 01 section 1).
+
+    Its result for the parent is its exit code: 0 when it returns.
+
+    >>> work(0, size=2)  # doctest: +ELLIPSIS
+    rank 0 (pid ...): ...
+    """
+    torch.set_num_threads(1)  # one thread per process: no oversubscription, no OpenMP pool to fork
+    x = torch.randn(size, size)
+    print(f"rank {rank} (pid {os.getpid()}): trace of x @ x = {float((x @ x).trace()):.1f}", flush=True)
+
+
+def square(x: int) -> int:
+    """One independent job for a ``Pool`` (notebook 01 section 6).
+
+    >>> square(3)
+    9
+    """
+    return x * x
+
+
 def whoami(rank: int, results: mp.queues.Queue) -> None:
     """Put who this child is on ``results``: rank, pid, parent pid and process name.
 
-    The first worker of notebook 01 (section 2), started once per start method.
+    Notebook 01 section 2 starts it once per start method (a forkserver child's parent is the server).
 
     >>> import queue
     >>> q = queue.Queue()
@@ -73,7 +97,7 @@ def whoami(rank: int, results: mp.queues.Queue) -> None:
 def what_i_inherit(rank: int, fd: int, results: mp.queues.Queue) -> None:
     """Put what this child inherited on ``results``: :data:`STATE`, ``$LESSON_VAR``, file ``fd``.
 
-    Notebook 01 section 4: a fork child sees module state changed after import and every open
+    Notebook 01 section 3: a fork child sees module state changed after import and every open
     file descriptor (it reads 5 bytes through ``fd``, moving the offset the parent shares); spawn
     and forkserver children re-import the module and get only the standard streams and what
     multiprocessing passes them.
@@ -109,8 +133,9 @@ def report_rank(rank: int, results: mp.queues.Queue) -> None:
 
 
 def fail_on_rank(rank: int, bad_rank: int, others_sleep: float = 30.0) -> None:
-    """Raise on ``bad_rank``; the other ranks sleep, so torch must terminate them.
-    Notebook 01 section 7: what ``mp.spawn`` does when one rank fails.
+    """Raise on ``bad_rank``; the other ranks sleep, so someone must terminate them.
+    Notebook 01 section 1 (the exit codes of a failed and of a hung child) and section 7 (what
+    ``mp.spawn`` does when one rank fails).
 
     >>> fail_on_rank(0, bad_rank=0)
     Traceback (most recent call last):
@@ -177,7 +202,7 @@ def startup_latencies(method: str, nprocs: int = 2, timeout: float = 120.0) -> l
 
 
 def plot_startup(method: str = "fork", nprocs: int = 2) -> list[float]:
-    """Widget callback for notebook 01: measure, draw one bar per child (ms), return the seconds.
+    """Widget callback (notebook 01, appendix on start-up time): measure, draw a bar per child; seconds.
 
     >>> len(plot_startup("spawn", nprocs=1))
     1
@@ -213,9 +238,13 @@ print("force=True: ok, method =", mp.get_start_method())
 def guard_script(guarded: bool, method: str = "spawn") -> str:
     """A script that starts one ``method`` child, with or without the ``__main__`` guard.
 
-    A spawn child, and each forkserver child too, prepares by importing the parent's script as
-    ``__mp_main__`` (``multiprocessing.spawn.prepare``). Without the guard that import runs the
-    top level again and tries to start a process while still bootstrapping. Notebook 01 section 5.
+    A spawn child prepares by importing the parent's script as ``__mp_main__``
+    (``multiprocessing.spawn.prepare``). Without the guard that import runs the top level again and
+    tries to start a process while still bootstrapping: the child exits with code 1. Under
+    forkserver, Python up to 3.13.7 does the same in each child; from 3.13.8 and 3.14 (CPython
+    gh-126631) the forkserver *server* imports the script once when it starts, fails there, and the
+    parent's ``start()`` raises (``EOFError`` on 3.13, ``ConnectionResetError`` on 3.14).
+    Notebook 01 section 5.
 
     >>> "if __name__" in guard_script(True), "if __name__" in guard_script(False)
     (True, False)

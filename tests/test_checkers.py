@@ -20,9 +20,10 @@ EXERCISE_MODULES = sorted(m.name for m in pkgutil.iter_modules(exercises.__path_
 # (exercise, wrong-answer module in tests.wrong_answers, a phrase the feedback must contain)
 WRONG_ANSWERS = [
     ("ex00", "ex00_fork_for_cuda", "you chose 'fork'"),
-    ("ex01", "ex01_lambda", "top-level `def`"),
-    ("ex01", "ex01_ignores_rank", "expected scale * (rank + 1)"),
-    ("ex01", "ex01_parent_pid", "not os.getppid()"),
+    ("ex01", "ex01_calls_target", "do not call target yourself"),
+    ("ex01", "ex01_join_in_start_loop", "Start every process first, then join them"),
+    ("ex01", "ex01_no_terminate", "terminate() a process whose exitcode is None"),
+    ("ex01", "ex01_no_timeout", "did you join without a timeout?"),
     ("ex02", "ex02_rebind", "did the worker rebind the tensor"),
     ("ex02", "ex02_not_shared", "not in shared memory"),
     ("ex03", "ex03_join_before_drain", "did you join the producer before reading"),
@@ -52,7 +53,10 @@ PASS_PHRASE = {"ex09": "in two real torchrun agents: the 2 workers' answers matc
 # room for a slow learner machine), and fork for the wrong answers whose mistake fork shows as well
 # (spawn costs about a second per child; the reference solutions still run under spawn).
 FAST = {"ex03": {"timeout": 6.0}, "ex04": {"timeout": 6.0}}
-FORK_FOR_WRONG = {"ex01_ignores_rank": {"method": "fork"}, "ex01_parent_pid": {"method": "fork"}}
+FORK_FOR_WRONG = {
+    name: {"method": "fork", "wait": 3.0, "timeout": 15.0}
+    for name in ("ex01_calls_target", "ex01_join_in_start_loop", "ex01_no_terminate", "ex01_no_timeout")
+}
 FORK_FOR_WRONG.update({"ex02_rebind": {"methods": ("fork",)}, "ex02_not_shared": {"methods": ("fork",)}})
 
 

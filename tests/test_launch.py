@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+import types
+
 import pytest
 import torch.multiprocessing as tmp
 
@@ -10,9 +13,10 @@ from helpers.launch import (
     WorkerFailed,
     check_importable,
     launch,
+    main_is_importable,
     spawn_with_deadline,
 )
-from helpers.processes import live_children
+from helpers.processes import live_children, run_python_script
 from tests import workers
 from tests.workers import METHODS
 
@@ -24,11 +28,18 @@ def defined_in_main(rank):
 defined_in_main.__module__ = "__main__"  # what a notebook cell's function looks like
 
 
+@pytest.fixture
+def notebook_main(monkeypatch):
+    """Make ``__main__`` look like a notebook kernel's: a module with no file and no spec."""
+    monkeypatch.setitem(sys.modules, "__main__", types.ModuleType("__main__"))
+
+
 @pytest.mark.parametrize("method", ["spawn", "forkserver"])
 @pytest.mark.parametrize("fn", [defined_in_main, lambda rank: rank], ids=["__main__", "lambda"])
-def test_unimportable_workers_are_refused_before_any_process_starts(method, fn):
+def test_unimportable_workers_are_refused_before_any_process_starts(method, fn, notebook_main):
     if method not in METHODS:
         pytest.skip(f"{method} is not available here")
+    assert not main_is_importable()
     before = live_children()
     with pytest.raises(NotImportableError, match="move it into a module"):
         launch(fn, nprocs=2, method=method)
@@ -96,7 +107,26 @@ def test_spawn_with_deadline_times_out():
         spawn_with_deadline(workers.sleep_on_rank, args=(0, 60), nprocs=1, method="spawn", timeout=5)
 
 
-def test_spawn_with_deadline_refuses_main_functions():
+SCRIPT_WITH_A_MAIN_WORKER = """\
+from helpers.launch import launch, main_is_importable
+
+def square(rank):
+    return rank * rank
+
+if __name__ == "__main__":
+    print(main_is_importable(), launch(square, nprocs=3, method="{method}"))
+"""
+
+
+@pytest.mark.parametrize("method", [m for m in METHODS if m != "fork"])
+def test_a_function_in_a_scripts_main_is_accepted_and_runs(method):
+    # A spawn/forkserver child imports a script run as a file (as __mp_main__): nothing to refuse.
+    done = run_python_script(SCRIPT_WITH_A_MAIN_WORKER.format(method=method), timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "True [0, 1, 4]"
+
+
+def test_spawn_with_deadline_refuses_main_functions(notebook_main):
     with pytest.raises(NotImportableError):
         spawn_with_deadline(defined_in_main, nprocs=1, method="spawn")
 

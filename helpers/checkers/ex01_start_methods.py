@@ -1,28 +1,104 @@
-"""Exercise 01 (notebook 01): a worker that runs under spawn and returns rank-specific results."""
+"""Exercise 01 (notebook 01): the parent side: start N processes, join them with a timeout, exit codes."""
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import os
+import sys
+import tempfile
+import time
+from pathlib import Path
 from types import ModuleType
 
 from helpers.checkers.core import (
     CheckResult,
     _checked,
     _error_line,
+    _in_child,
     _raise_if_stub_error,
     _Report,
+    _resolve,
 )
-from helpers.launch import NotImportableError, WorkerFailed, launch
 
 __all__ = ["check_ex01"]
 
+STUCK_AFTER = 3.0  # the join timeout run_workers gets in the case with a rank that never returns
+
+
+class _RanInParent(RuntimeError):
+    """A target ran in the process that called ``run_workers``: no process was started for it."""
+
+
+def _arrive(rank: int, directory: str, caller: int) -> None:
+    if os.getpid() == caller:
+        raise _RanInParent(f"rank {rank} ran in the calling process")
+    part = Path(directory, f"{rank}.part")
+    part.write_text(str(os.getpid()))
+    part.rename(Path(directory, str(rank)))  # atomic: a reader never sees half a pid
+
+
+def _meet(rank: int, directory: str, caller: int, nprocs: int, wait: float) -> None:
+    """Target: write this rank's pid, then wait for every other rank's (they must run together)."""
+    _arrive(rank, directory, caller)
+    deadline = time.monotonic() + wait
+    while not all(Path(directory, str(r)).exists() for r in range(nprocs)):
+        if time.monotonic() > deadline:
+            sys.exit(3)
+        time.sleep(0.05)
+
+
+def _exit_with(rank: int, directory: str, caller: int, codes: tuple[int, ...]) -> None:
+    """Target: ``sys.exit(codes[rank])`` (0 is a plain return)."""
+    _arrive(rank, directory, caller)
+    if codes[rank]:
+        sys.exit(codes[rank])
+
+
+def _stuck_on(rank: int, directory: str, caller: int, bad_rank: int) -> None:
+    """Target: ``bad_rank`` never returns on its own."""
+    _arrive(rank, directory, caller)
+    if rank == bad_rank:
+        time.sleep(600)
+
+
+def _run_case(module_name: str, case: str, method: str, timeout: float, wait: float) -> dict:
+    """Child side: call the learner's ``run_workers`` on one case; report codes, pids and seconds."""
+    run_workers = _resolve(importlib.import_module(module_name), "run_workers")
+    caller = os.getpid()
+    with tempfile.TemporaryDirectory(prefix="ex01-") as directory:
+        cases = {
+            "meet": (_meet, (directory, caller, 3, wait), 3, 2 * wait),
+            "codes": (_exit_with, (directory, caller, (0, 1, 7)), 3, 2 * wait),
+            "stuck": (_stuck_on, (directory, caller, 1), 2, STUCK_AFTER),
+        }
+        target, args, nprocs, join_timeout = cases[case]
+        start = time.monotonic()
+        try:
+            codes = run_workers(target, args, nprocs, method, join_timeout)
+        except _RanInParent as error:
+            return {"ran_in_parent": str(error)}
+        seconds = time.monotonic() - start
+        pids = {}
+        for rank in range(nprocs):
+            with contextlib.suppress(OSError, ValueError):
+                pids[rank] = int(Path(directory, str(rank)).read_text())
+    return {"codes": codes, "pids": pids, "caller": caller, "seconds": seconds, "nprocs": nprocs}
+
 
 def check_ex01(
-    module: str = "exercises.ex01_start_methods", timeout: float = 60.0, method: str = "spawn"
+    module: str = "exercises.ex01_start_methods",
+    timeout: float = 90.0,
+    method: str = "spawn",
+    wait: float = 20.0,
 ) -> CheckResult:
-    """Check exercise 01: ``describe(rank, scale)`` runs under spawn and returns rank-specific results.
+    """Check exercise 01: ``run_workers`` starts every process, joins each with a timeout, returns exit codes.
 
-    ``method`` is the start method of the two children (spawn: the point of the exercise).
+    Three cases, each in real processes started by the learner's code, which runs in a child of the
+    checker, killed with everything it started after ``timeout`` seconds: 3 ranks that must all be
+    running at the same time (each waits up to ``wait`` s for the others); 3 ranks that return,
+    ``sys.exit(1)`` and ``sys.exit(7)``; 2 ranks of which one never returns (``run_workers`` gets
+    ``timeout=3``). ``method`` is the start method the learner's code is asked to use.
 
     Notebook 01, its closing programming exercise.
 
@@ -30,49 +106,85 @@ def check_ex01(
     True
     """
 
-    def body(mod: ModuleType, report: _Report) -> None:
-        scale = 7
-        try:
-            results = launch(mod.describe, args=(scale,), nprocs=2, method=method, timeout=timeout)
-        except NotImportableError as exc:
+    def run(case: str) -> dict | None:
+        deadline = timeout
+        outcome = _in_child(__name__, "_run_case", (module, case, method, timeout, wait), timeout=deadline)
+        if outcome.status == "timeout":
             report.fail(
-                f"launch refused describe before starting any process: a {method} child re-imports the "
-                f"worker by module and name, so write it as a top-level `def`. ({exc})"
+                f"run_workers did not return within {deadline:.0f} s: did you join without a timeout? "
+                "A process that never ends makes join() wait for ever; use join(timeout=timeout), then "
+                "terminate() what is still running"
             )
-            return
-        except WorkerFailed as exc:
-            _raise_if_stub_error(str(exc))
-            report.fail(f"a {method} child failed: {_error_line(str(exc))}")
-            return
-        report.ok(f"describe is importable and runs in 2 {method} children")
-        pids = []
-        for rank, result in enumerate(results):
-            if not isinstance(result, dict) or not {"rank", "value", "pid"} <= set(result):
-                report.fail(
-                    f"rank {rank} returned {result!r}: return a dict with keys 'rank', 'value', 'pid'"
-                )
-                continue
-            if result["rank"] != rank:
-                report.fail(
-                    f"rank {rank} reported rank {result['rank']}: return the rank argument you were given"
-                )
-            if result["value"] != scale * (rank + 1):
-                report.fail(
-                    f"rank {rank} returned value {result['value']!r}, expected scale * (rank + 1) = "
-                    f"{scale * (rank + 1)}: each rank computes its own value from its rank"
-                )
-            pids.append(result["pid"])
-        if os.getpid() in pids:
+            return None
+        if outcome.status != "ok":
+            _raise_if_stub_error(outcome.error)
+            report.fail(f"run_workers failed: {_error_line(outcome.error) or outcome.status}")
+            return None
+        if "ran_in_parent" in outcome.value:
             report.fail(
-                "a child reported the parent's pid: return os.getpid() (this process), not os.getppid() "
-                "(its parent), computed inside describe"
+                "the target ran in the process that called run_workers: create ctx.Process(target=target, "
+                "args=(rank, *args)) and start() it, do not call target yourself"
             )
-        elif len(set(pids)) != len(pids):
-            report.fail(
-                f"the ranks reported the same pid {pids}: did you return os.getppid() (the parent's) "
-                "instead of os.getpid()?"
-            )
-        elif len(pids) == len(results):
-            report.ok(f"2 ranks, 2 different child pids {pids}, values {[r['value'] for r in results]}")
+            return None
+        return outcome.value
 
-    return _checked("ex01", module, ("describe",), body)
+    def body(mod: ModuleType, report_: _Report) -> None:
+        nonlocal report
+        report = report_
+        meet = run("meet")
+        if meet is None:
+            return
+        codes, pids = meet["codes"], meet["pids"]
+        if not isinstance(codes, list) or len(codes) != 3:
+            report.fail(
+                f"run_workers(target, args, 3, ...) returned {codes!r}: return a list of the 3 exit codes"
+            )
+            return
+        if sorted(pids) != [0, 1, 2]:
+            report.fail(
+                f"only ranks {sorted(pids)} of 0, 1, 2 ran: start one process per rank, args=(rank, *args)"
+            )
+            return
+        if len(set(pids.values())) != 3 or meet["caller"] in pids.values():
+            report.fail(f"the ranks ran in processes {pids}: each rank needs a process of its own")
+            return
+        if codes != [0, 0, 0]:
+            late = [rank for rank, code in enumerate(codes) if code != 0]
+            report.fail(
+                f"exit codes {codes}: ranks {late} waited {wait:.0f} s and never saw all 3 ranks running "
+                "at the same time. Start every process first, then join them (a join right after each "
+                "start runs them one after another)"
+            )
+            return
+        report.ok(f"3 ranks ran at the same time in 3 processes of their own ({method}), exit codes {codes}")
+
+        exits = run("codes")
+        if exits is None:
+            return
+        if exits["codes"] != [0, 1, 7]:
+            report.fail(
+                f"ranks that return, sys.exit(1) and sys.exit(7) gave {exits['codes']}; expected [0, 1, 7]: "
+                "return p.exitcode for each process, in rank order, after joining it"
+            )
+            return
+        report.ok("exit codes in rank order: [0, 1, 7] for return, sys.exit(1), sys.exit(7)")
+
+        stuck = run("stuck")
+        if stuck is None:
+            return
+        code = stuck["codes"][1] if isinstance(stuck["codes"], list) and len(stuck["codes"]) == 2 else "?"
+        if code is None:
+            report.fail(
+                "the stuck rank's exit code is None: it was still running when run_workers returned. "
+                "After join(timeout=...), terminate() a process whose exitcode is None, then join it again"
+            )
+        elif not isinstance(code, int) or code >= 0:
+            report.fail(f"the stuck rank's exit code is {code!r}; terminate() it, which gives -15 (SIGTERM)")
+        else:
+            report.ok(
+                f"a stuck rank is terminated after its join timeout (exit code {code}), "
+                f"run_workers returned in {stuck['seconds']:.1f} s"
+            )
+
+    report: _Report
+    return _checked("ex01", module, ("run_workers",), body)
