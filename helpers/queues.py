@@ -1,23 +1,25 @@
-"""Workers, pipelines, a buffer pool and the handoff benchmark for notebook 03 (Queue and Pipe).
+"""Workers, a buffer pool and the handoff benchmark for notebook 03 (Queue and Pipe).
 
 Everything that runs in a child lives here, so spawn and forkserver children can import it; every
-worker sets its torch thread count first (the fork/OpenMP hang, notebook 01). Every get and join
+worker sets its torch thread count first (the fork/OpenMP hang, notebook 04). Every get and join
 is bounded.
 
 Queues and pipes pickle what they carry: never read one that someone you do not trust can write to
 (unpickling runs code).
 
-Example::
+Example (notebook 03 section 3: producers end with a sentinel; the consumer counts sentinels)::
 
     >>> import torch.multiprocessing as mp
-    >>> from helpers.queues import FAST_METHOD, consume
+    >>> from helpers.queues import FAST_METHOD, produce
     >>> ctx = mp.get_context(FAST_METHOD)
-    >>> inbox, outbox = ctx.Queue(), ctx.Queue()
-    >>> consumer = ctx.Process(target=consume, args=(0, inbox, outbox))
-    >>> consumer.start()
-    >>> inbox.put(torch.ones(3)); inbox.put(None)
-    >>> outbox.get(timeout=60), outbox.get(timeout=60), consumer.join(timeout=30), consumer.exitcode
-    ((0, 3.0), ('done', 0), None, 0)
+    >>> q, done = ctx.Queue(), ctx.Event()
+    >>> producer = ctx.Process(target=produce, args=(7, q, 2, done))
+    >>> producer.start()
+    >>> items = [q.get(timeout=60) for _ in range(3)]
+    >>> done.set(); producer.join(timeout=30); producer.exitcode
+    0
+    >>> [float(t.sum()) for t in items[:2]], items[2]
+    ([70000.0, 70000.0], None)
 """
 
 from __future__ import annotations
@@ -49,11 +51,10 @@ __all__ = [
     "pickled_size",
     "feeder_threads",
     "pipe_doubler",
-    "consume",
-    "put_array",
+    "produce",
+    "put_arrays",
     "put_tensor",
     "pool_producer",
-    "run_buffer_pool",
     "handoff_consumer",
     "handoff_times",
     "speedups",
@@ -116,55 +117,46 @@ def pipe_doubler(conn: Connection) -> None:
     conn.close()
 
 
-def consume(
-    rank: int, inbox: MPQueue | queue.Queue, outbox: MPQueue | queue.Queue, timeout: float = 30.0
-) -> None:
-    """Consumer: take tensors from ``inbox`` until a ``None`` sentinel, report ``(rank, sum)`` each.
-    Notebook 03 sections 1 and 3.
-
-    Puts ``("done", rank)`` when it sees its sentinel. Every get is bounded by ``timeout``.
+def produce(rank: int, q: MPQueue | queue.Queue, n_items: int, done: Event, timeout: float = 60.0) -> None:
+    """Producer: put ``n_items`` tensors filled with ``rank`` on ``q``, then the sentinel ``None``;
+    stay alive until the consumer sets ``done`` (at most ``timeout`` s). Notebook 03 section 3.
 
     >>> import queue
-    >>> inbox, outbox = queue.Queue(), queue.Queue()
-    >>> inbox.put(torch.ones(3)); inbox.put(None)
-    >>> consume(1, inbox, outbox)
-    >>> outbox.get(), outbox.get()
-    ((1, 3.0), ('done', 1))
+    >>> q, done = queue.Queue(), threading.Event()
+    >>> done.set()
+    >>> produce(2, q, 1, done)
+    >>> float(q.get().sum()), q.get()
+    (20000.0, None)
     """
     torch.set_num_threads(1)
-    while True:
-        item = inbox.get(timeout=timeout)
-        if item is None:
-            outbox.put(("done", rank))
-            return
-        outbox.put((rank, float(item.sum())))
-        del item  # release the shared storage promptly
+    for _ in range(n_items):
+        q.put(torch.full((10_000,), float(rank)))  # moved to shared memory; a handle crosses
+    q.put(None)  # the sentinel: this producer has finished
+    done.wait(timeout)  # keep our tensors alive until the consumer is done with them
 
 
-def put_array(q: MPQueue | MPSimpleQueue | queue.Queue, nbytes: int) -> None:
-    """Producer: put one float32 NumPy array of ``nbytes`` bytes (pickled whole), then exit.
-    Notebook 03 section 4 (join before get).
+def put_arrays(q: MPQueue | MPSimpleQueue, n_items: int, nbytes: int) -> None:
+    """Producer: put ``n_items`` float32 NumPy arrays of ``nbytes`` bytes each (pickled whole), then
+    exit. Notebook 03 section 4 (join before get).
 
     >>> q = mp.get_context("spawn").SimpleQueue()
-    >>> put_array(q, 16)
-    >>> q.get()
-    array([1., 1., 1., 1.], dtype=float32)
+    >>> put_arrays(q, 2, 16)
+    >>> q.get(), q.get()
+    (array([1., 1., 1., 1.], dtype=float32), array([1., 1., 1., 1.], dtype=float32))
     """
     torch.set_num_threads(1)  # no torch op here, but the rule for fork workers holds everywhere
-    q.put(np.ones(nbytes // 4, dtype=np.float32))
+    for _ in range(n_items):
+        q.put(np.ones(nbytes // 4, dtype=np.float32))
 
 
-def put_tensor(
-    q: MPQueue | MPSimpleQueue | queue.Queue,
-    nbytes: int,
-    consumed: Event | None = None,
-    timeout: float = 30.0,
-) -> None:
+def put_tensor(q: MPQueue, nbytes: int, consumed: Event | None = None, timeout: float = 30) -> None:
     """Producer: put one float32 tensor of ``nbytes`` bytes (a shared-memory handle), then exit.
-    Notebook 03 section 4 (join before get).
+    Notebook 03 section 5 (keep the producer alive).
 
-    With an Event ``consumed``, stay alive until it is set (at most ``timeout`` s): the consumer
-    fetches the shared memory from this process, which must still exist then.
+    With an Event ``consumed``, stay alive until it is set (at most ``timeout`` s): the consumer sets
+    it when it is done with the tensor. Under ``file_descriptor`` the consumer fetches the shared
+    memory's fd from this process while it unpickles; for CUDA tensors the producer must live as
+    long as the consumer uses the tensor.
 
     >>> ctx = mp.get_context("spawn")
     >>> q, consumed = ctx.SimpleQueue(), ctx.Event()
@@ -180,21 +172,16 @@ def put_tensor(
 
 
 def pool_producer(
-    rank: int,
-    buffers: list[torch.Tensor],
-    free: MPQueue | queue.Queue,
-    full: MPQueue | queue.Queue,
-    n_items: int,
-    timeout: float = 30.0,
+    buffers: list[torch.Tensor], free: MPQueue, full: MPQueue, n_items: int, timeout: float = 30
 ) -> None:
     """Producer side of a buffer pool: take a free buffer index, fill that buffer in place, pass the
     index on; ``None`` at the end. Only small integers cross the queues; the data never moves.
-    Notebook 03 section 5.
+    Notebook 03 section 6.
 
     >>> import queue
     >>> buffers, free, full = [torch.zeros(2), torch.zeros(2)], queue.Queue(), queue.Queue()
     >>> free.put(0); free.put(1)
-    >>> pool_producer(0, buffers, free, full, n_items=2)
+    >>> pool_producer(buffers, free, full, n_items=2)
     >>> [full.get() for _ in range(3)], [b.tolist() for b in buffers]
     ([(0, 0), (1, 1), None], [[0.0, 0.0], [1.0, 1.0]])
     """
@@ -204,48 +191,6 @@ def pool_producer(
         buffers[index].fill_(float(i))
         full.put((index, i))
     full.put(None)
-
-
-def run_buffer_pool(
-    n_buffers: int = 3,
-    n_items: int = 20,
-    numel: int = 1 << 16,
-    method: str = FAST_METHOD,
-    timeout: float = 60.0,
-) -> dict:
-    """A producer process and this (consumer) process pass ``n_buffers`` pre-shared buffers back and
-    forth ``n_items`` times. Returns items checked, indices used, and whether the buffers kept their
-    storage (same ``data_ptr`` before and after: nothing was reallocated).
-    Notebook 03 section 5.
-
-    >>> r = run_buffer_pool(2, 6, numel=100, method=FAST_METHOD); r["all_correct"], r["same_storage"]
-    (True, True)
-    """
-    if n_buffers < 1 or n_items < 0:
-        raise ValueError(f"need n_buffers >= 1 and n_items >= 0, got {n_buffers}, {n_items}")
-    ctx = mp.get_context(method)
-    buffers = [torch.zeros(numel).share_memory_() for _ in range(n_buffers)]
-    pointers = [b.data_ptr() for b in buffers]
-    free, full = ctx.Queue(), ctx.Queue()
-    for index in range(n_buffers):
-        free.put(index)
-    producer = ctx.Process(target=pool_producer, args=(0, buffers, free, full, n_items))
-    checked, correct, used = 0, 0, set()
-    start = time.perf_counter()
-    with running([producer], timeout=timeout):
-        while (message := full.get(timeout=timeout)) is not None:
-            index, i = message
-            correct += bool((buffers[index] == i).all())  # consume: read the data in place
-            checked += 1
-            used.add(index)
-            free.put(index)  # hand the buffer back for reuse
-    return {
-        "items": checked,
-        "all_correct": correct == checked == n_items,
-        "buffers_used": sorted(used),
-        "same_storage": [b.data_ptr() for b in buffers] == pointers,
-        "seconds": time.perf_counter() - start,
-    }
 
 
 # --- the handoff benchmark ---------------------------------------------------------------------
@@ -259,13 +204,11 @@ _HANDOFF_METHODS = (
 )
 
 
-def handoff_consumer(
-    inbox: MPQueue | Connection, acks: MPQueue | queue.Queue, buffers: dict[float, torch.Tensor]
-) -> None:
+def handoff_consumer(inbox: MPQueue | Connection, acks: MPQueue, buffers: dict[float, torch.Tensor]) -> None:
     """Consumer of the handoff benchmark: acknowledge each item with its last element; stop at None.
 
     ``inbox`` is a Queue or a Pipe's end. It reads *one* element of what it received: the benchmark
-    measures the handoff, not access to the data. Notebook 03 section 6.
+    measures the handoff, not access to the data. Notebook 03 section 7.
 
     >>> import queue
     >>> inbox, acks = queue.Queue(), queue.Queue()
@@ -308,7 +251,7 @@ def handoff_times(
     budget_s: float = 2.0,
 ) -> list[dict]:
     """Median seconds to hand one float32 payload of each size to a consumer process, per method.
-    Notebook 03 section 6.
+    Notebook 03 section 7.
 
     Timed: from ``put`` until the consumer's acknowledgement arrives (the consumer has the object
     and has read its last element). Building the payload is not timed. Methods (all by
@@ -375,7 +318,7 @@ def _handoff_once(send, acks, payload, expected: float) -> float:
 
 def speedups(rows: list[dict], baseline: str = "pickled numpy") -> dict:
     """``{size_mb: {method: baseline_seconds / method_seconds}}`` from :func:`handoff_times` rows.
-    Notebook 03 section 6.
+    Notebook 03, appendix "The full handoff sweep".
 
     >>> speedups([{"method": "pickled numpy", "size_mb": 1, "seconds": 2.0},
     ...           {"method": "pre-shared tensor", "size_mb": 1, "seconds": 0.5}])
@@ -398,7 +341,7 @@ def plot_handoff(
     rows: list[dict], title: str = "Handing a payload to another process"
 ) -> tuple[Figure, Axes]:
     """Log-log plot of handoff time (ms) against payload size (MB), one line per method.
-    Notebook 03 section 6.
+    Notebook 03 section 7.
 
     >>> fig, ax = plot_handoff([{"method": "fresh tensor", "size_mb": 1, "seconds": 0.01},
     ...                         {"method": "fresh tensor", "size_mb": 16, "seconds": 0.02}])
@@ -425,7 +368,8 @@ def plot_handoff(
 
 
 def compare_handoff(size_mb: int = 16, repeat: int = 2, method: str = FAST_METHOD) -> list[dict]:
-    """Widget callback for notebook 03: time every handoff method at one size, draw bars (log scale).
+    """Widget callback: time every handoff method at one size, draw bars (log scale).
+    Notebook 03, appendix "The full handoff sweep".
 
     >>> len(compare_handoff(1, repeat=1, method=FAST_METHOD)) == len(_HANDOFF_METHODS)
     True

@@ -1,6 +1,10 @@
-"""helpers.queues: the workers, pipelines, buffer pool and handoff benchmark behind notebook 03."""
+"""helpers.queues: the workers, buffer pool and handoff benchmark behind notebook 03."""
 
 from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
 
 import matplotlib
 import numpy as np
@@ -57,21 +61,23 @@ def test_pipe_doubler_round_trip(method):
 
 
 @pytest.mark.parametrize("method", METHODS)
-def test_consumers_with_one_sentinel_each_take_every_item_once(method):
-    # Notebook 03 section 3, the plain pattern: items, one sentinel per consumer, bounded gets.
+def test_producers_with_one_sentinel_each_deliver_every_item(method):
+    # Notebook 03 section 3: items and sentinels only, the consumer counts sentinels, then joins.
     ctx = tmp.get_context(method)
-    inbox, outbox = ctx.Queue(), ctx.Queue()
-    consumers = [ctx.Process(target=qu.consume, args=(rank, inbox, outbox)) for rank in range(3)]
-    for c in consumers:
-        c.start()
-    for i in range(12):
-        inbox.put(torch.full((100,), float(i)))
-    for _ in consumers:
-        inbox.put(None)
-    messages = [outbox.get(timeout=60) for _ in range(12 + 3)]
-    assert reap(consumers, timeout=30) == [0, 0, 0]
-    assert sum(value for rank, value in messages if rank != "done") == 100 * sum(range(12))
-    assert sorted(rank for key, rank in messages if key == "done") == [0, 1, 2]
+    q, done = ctx.Queue(), ctx.Event()
+    producers = [ctx.Process(target=qu.produce, args=(rank, q, 3, done)) for rank in range(3)]
+    for p in producers:
+        p.start()
+    per_producer = [0, 0, 0]
+    try:
+        for _ in producers:
+            while (item := q.get(timeout=60)) is not None:
+                assert item.is_shared()
+                per_producer[int(item[0])] += 1
+    finally:
+        done.set()
+        assert reap(producers, timeout=30) == [0, 0, 0]
+    assert per_producer == [3, 3, 3]
 
 
 def _start_producer(ctx, target, *args):
@@ -81,69 +87,112 @@ def _start_producer(ctx, target, *args):
     return q, producer
 
 
-def test_join_before_get_deadlocks_on_a_large_array_and_get_first_does_not():
+@pytest.mark.parametrize("n_items, nbytes", [(1, 4 * qu.MB), (100, 1024)], ids=["one large", "many small"])
+def test_join_before_get_deadlocks_once_the_unread_data_exceeds_the_pipe(n_items, nbytes):
+    # 100 items of 1 KB are 100 KB in all: more than a 64 KiB Linux pipe, although each item is tiny.
     ctx = tmp.get_context(qu.FAST_METHOD)
-    q, producer = _start_producer(ctx, qu.put_array, 4 * qu.MB)
+    q, producer = _start_producer(ctx, qu.put_arrays, n_items, nbytes)
     producer.join(timeout=1)
     assert producer.is_alive()  # stuck: its feeder thread waits for us to read the pipe
-    assert q.get(timeout=30).nbytes == 4 * qu.MB
+    assert [q.get(timeout=30).nbytes for _ in range(n_items)] == [nbytes] * n_items
     assert reap([producer], timeout=30) == [0]
-    q, producer = _start_producer(ctx, qu.put_array, 4 * qu.MB)
-    assert q.get(timeout=30).nbytes == 4 * qu.MB
+    q, producer = _start_producer(ctx, qu.put_arrays, n_items, nbytes)  # get first, then join
+    assert len([q.get(timeout=30) for _ in range(n_items)]) == n_items
     assert reap([producer], timeout=30) == [0]
 
 
+def test_a_few_small_items_fit_in_the_pipe_so_join_first_returns():
+    ctx = tmp.get_context(qu.FAST_METHOD)
+    q, producer = _start_producer(ctx, qu.put_arrays, 10, 1024)  # 10 KB in all
+    producer.join(timeout=30)
+    assert producer.exitcode == 0
+    assert len([q.get(timeout=30) for _ in range(10)]) == 10
+
+
+@pytest.mark.skipif(tmp.get_sharing_strategy() != "file_descriptor", reason="file_descriptor only")
 @pytest.mark.parametrize("method", METHODS)
-def test_a_tensor_from_a_producer_that_exited_depends_on_the_sharing_strategy(method):
+def test_a_tensor_from_a_producer_that_exited_cannot_be_received_under_file_descriptor(method):
     ctx = tmp.get_context(method)
     q, producer = _start_producer(ctx, qu.put_tensor, qu.MB)
     producer.join(timeout=60)
     assert not producer.is_alive()  # a handle does not fill the pipe: no deadlock
-    if tmp.get_sharing_strategy() == "file_descriptor":  # the fd was to come from the producer
-        with pytest.raises((ConnectionRefusedError, FileNotFoundError, OSError)):
-            q.get(timeout=10)
-    else:  # file_system: a named segment the producer's reference kept alive
-        assert q.get(timeout=10).numel() == qu.MB // 4
+    with pytest.raises((ConnectionRefusedError, ConnectionResetError, FileNotFoundError)):
+        q.get(timeout=10)  # the fd was to come from the producer process
+
+
+@pytest.mark.skipif(sys.platform != "linux" or qu.FAST_METHOD != "fork", reason="Linux fork only")
+def test_under_file_system_torch_shm_manager_unlinks_the_segment_2_s_after_the_producer_exits():
+    # Notebook 03's last appendix. In a fresh interpreter: this one may be a client of a manager.
+    script = textwrap.dedent(
+        """
+        import time
+        import torch.multiprocessing as mp
+        from helpers import queues as qu
+        mp.set_sharing_strategy("file_system")
+        ctx = mp.get_context("fork")
+        for wait in (3.0, 0.0):
+            q = ctx.Queue()
+            producer = ctx.Process(target=qu.put_tensor, args=(q, qu.MB))
+            producer.start()
+            producer.join(timeout=30)
+            time.sleep(wait)
+            try:
+                print(wait, "received", q.get(timeout=10).numel())
+            except RuntimeError as exc:
+                print(wait, "failed", exc)
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["3.0 failed No such file or directory", f"0.0 received {qu.MB // 4}"]
 
 
 @pytest.mark.parametrize("method", METHODS)
-def test_a_producer_kept_alive_until_the_get_hands_over_its_tensor(method):
+def test_a_producer_kept_alive_until_the_consumer_is_done_hands_over_its_tensor(method):
     ctx = tmp.get_context(method)
     consumed = ctx.Event()
     q, producer = _start_producer(ctx, qu.put_tensor, qu.MB, consumed)
-    assert q.get(timeout=60).numel() == qu.MB // 4
+    kept = q.get(timeout=60)
+    assert float(kept.sum()) == qu.MB // 4
+    del kept
     consumed.set()
     assert reap([producer], timeout=30) == [0]
 
 
-def test_put_workers_put_one_item():
+def test_put_workers_and_produce_in_process():
     import queue
+    import threading
 
-    q = queue.Queue()
-    qu.put_array(q, 64)
+    q, done = queue.Queue(), threading.Event()
+    qu.put_arrays(q, 2, 64)
     qu.put_tensor(q, 64)
-    assert q.get().shape == (16,) and q.get().shape == (16,)
-
-
-def test_consume_and_pool_producer_in_process():
-    import queue
-
-    inbox, outbox = queue.Queue(), queue.Queue()
-    for item in (torch.ones(3), None):
-        inbox.put(item)
-    qu.consume(5, inbox, outbox)
-    assert outbox.get() == (5, 3.0) and outbox.get() == ("done", 5)
-    buffers, free, full = [torch.zeros(2)], queue.Queue(), queue.Queue()
-    free.put(0)
-    qu.pool_producer(0, buffers, free, full, n_items=1)
-    assert full.get() == (0, 0) and full.get() is None
+    assert [q.get().shape for _ in range(3)] == [(16,), (16,), (16,)]
+    done.set()
+    qu.produce(4, q, 2, done)
+    assert [float(q.get().sum()) for _ in range(2)] == [40_000.0, 40_000.0] and q.get() is None
 
 
 @pytest.mark.parametrize("method", METHODS)
-def test_run_buffer_pool_reuses_the_same_storages(method):
-    r = qu.run_buffer_pool(n_buffers=2, n_items=10, numel=1000, method=method)
-    assert r["items"] == 10 and r["all_correct"] and r["same_storage"]
-    assert set(r["buffers_used"]) <= {0, 1}
+def test_pool_producer_fills_the_same_storages_in_place(method):
+    # Notebook 03 section 6: the consumer loop written in the notebook's cells.
+    ctx = tmp.get_context(method)
+    buffers = [torch.zeros(1000).share_memory_() for _ in range(2)]
+    pointers = [b.data_ptr() for b in buffers]
+    free, full = ctx.Queue(), ctx.Queue()
+    for index in range(len(buffers)):
+        free.put(index)
+    producer = ctx.Process(target=qu.pool_producer, args=(buffers, free, full, 10))
+    producer.start()
+    checked, used = 0, set()
+    try:
+        while (message := full.get(timeout=60)) is not None:
+            index, i = message
+            assert (buffers[index] == i).all()
+            checked, used = checked + 1, used | {index}
+            free.put(index)
+    finally:
+        assert reap([producer], timeout=30) == [0]
+    assert checked == 10 and used <= {0, 1} and [b.data_ptr() for b in buffers] == pointers
 
 
 @pytest.mark.parametrize("method", FAST_AND_SPAWN)
