@@ -25,7 +25,6 @@ NOT_YET_SHORT = {
     "01_start_methods.ipynb",
     "02_shared_tensors.ipynb",
     "03_queues_and_pipes.ipynb",
-    "04_fork_and_cuda.ipynb",
     "05_hogwild.ipynb",
     "06_ddp_mp_spawn.ipynb",
     "07_dataloader_workers.ipynb",
