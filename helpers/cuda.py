@@ -1,11 +1,18 @@
 """Fork versus CUDA: the GPU demos of notebook 04, and what a CPU machine can read of them.
 
-Once a parent has initialised CUDA, a *fork* child that touches CUDA raises "Cannot re-initialize
-CUDA in forked subprocess". PyTorch does that: when CUDA initialises, a ``pthread_atfork`` handler
-is registered that marks every later fork child as a "bad fork", and ``torch.cuda._lazy_init``
-raises there. The canonical code is :func:`fork_after_cuda` with its child :func:`cuda_op`.
-Without a GPU, :func:`bad_fork_check` and :func:`bad_fork_flag` read that check and its error text
-from the installed torch, live.
+Once a parent has *queried or initialised* CUDA through torch, a *fork* child that touches CUDA
+raises "Cannot re-initialize CUDA in forked subprocess". A query is enough:
+``torch.cuda.is_available()`` (unless ``PYTORCH_NVML_BASED_CUDA_CHECK=1`` is set), and
+``torch.cuda.device_count()`` when NVML discovery fails, both call ``torch._C._cuda_getDeviceCount``,
+which registers torch's ``pthread_atfork`` handler (``register_fork_handler_for_device_init`` in
+``torch/csrc/utils/device_lazy_init.cpp``). That handler marks every later fork child as a "bad
+fork", and ``torch.cuda._lazy_init`` raises there, although ``torch.cuda.is_initialized()`` was
+still False in the parent. So the usual ``device = "cuda" if torch.cuda.is_available() else "cpu"``
+at the top of a script already rules out CUDA in fork children. CUDA initialised outside torch
+(another library's ``cuInit``) is not detected: the child gets a raw CUDA error instead.
+The canonical code is :func:`fork_after_cuda` with its child :func:`cuda_op`. Without a GPU,
+:func:`bad_fork_check` and :func:`bad_fork_flag` read that check and its error text from the
+installed torch, live.
 
 Each GPU demo runs in a *fresh interpreter* (so the caller never initialises CUDA and stays
 fork-safe), bounded by a timeout. On a GPU machine, from the repository root::
@@ -77,7 +84,7 @@ CUDA_REINIT_ERROR = "Cannot re-initialize CUDA in forked subprocess"
 def bad_fork_check() -> str:
     """The lines of the installed ``torch.cuda._lazy_init`` that refuse CUDA in a bad fork.
 
-    Read live with ``inspect``, so notebook 04 shows what *this* torch raises, GPU or not.
+    Read live with ``inspect``, so notebook 04 section 4 shows what *this* torch raises, GPU or not.
 
     >>> print(bad_fork_check())  # doctest: +ELLIPSIS
     # torch/cuda/__init__.py, in _lazy_init (torch ..., line ...)
@@ -96,11 +103,14 @@ def bad_fork_check() -> str:
 
 def bad_fork_flag() -> dict:
     """Where ``_is_in_bad_fork`` comes from in the installed torch, and whether it is real here.
-    Notebook 04 section 4 prints it.
+    Notebook 04, "Appendix: where PyTorch's bad-fork flag lives", prints it.
 
-    On a CUDA build it is ``torch._C._cuda_isInBadFork``, a flag set in C++ by the
-    ``pthread_atfork`` child handler that CUDA's initialisation registers; on a CPU-only build the
-    name is missing and the Python fallback is a stub that always says False.
+    On a CUDA build it is ``torch._C._cuda_isInBadFork``, which reads a flag set in C++ by the
+    ``pthread_atfork`` child handler that torch's first CUDA query registers
+    (``register_fork_handler_for_device_init`` and ``is_device_in_bad_fork`` in
+    ``torch/csrc/utils/device_lazy_init.cpp`` in torch 2.13; releases before 2025 had ``poison_fork``
+    and ``forked_child`` in ``torch/csrc/cuda/Module.cpp``). On a CPU-only build the name is
+    missing and the Python fallback is a stub that always says False.
 
     >>> flag = bad_fork_flag()
     >>> flag["source"]
@@ -325,8 +335,11 @@ def poison_table(timeout: float = 60.0, calls: tuple[str, ...] = _POISON_CALLS) 
 
     Each case runs in its own fresh interpreter: it makes the call, records
     ``torch.cuda.is_initialized()``, then forks a child that reports ``_cuda_isInBadFork()`` and the
-    outcome of a CUDA op. Measured, not assumed: the answer depends on the torch version and on
-    whether NVML works on the machine. Not run as a doctest: it needs a CUDA device.
+    outcome of a CUDA op. torch's docs say ``is_available()`` poisons fork unless
+    ``PYTORCH_NVML_BASED_CUDA_CHECK=1``, and ``device_count()`` only when NVML discovery fails, in
+    both cases with ``is_initialized()`` still False; the table measures it on the machine at hand
+    (whether NVML works there decides the ``device_count()`` rows). Not run as a doctest: it needs
+    a CUDA device.
 
     >>> rows = poison_table(calls=("a CUDA tensor",))  # doctest: +SKIP
     >>> [(row["nvml_check"], row["parent_initialized"]) for row in rows]  # doctest: +SKIP

@@ -1,22 +1,24 @@
 """Fork hazards on the CPU: what ``fork()`` copies into a child and what it leaves behind.
 
 ``fork()`` copies the parent's memory and only the calling thread. A runtime that keeps state
-about other threads arrives in the child describing threads that do not exist there. Notebook 04
-shows three cases live on any Linux machine, the CPU twin of "Cannot re-initialize CUDA in forked
-subprocess" (``helpers.cuda``):
+about other threads arrives in the child describing threads that do not exist there: the CPU twin
+of "Cannot re-initialize CUDA in forked subprocess" (``helpers.cuda``). Notebook 04 shows:
 
 - GNU OpenMP (torch's Linux pip wheels): after the parent ran a parallel op, a fork child's own
-  parallel op hangs forever (:func:`fork_hang_report` over :data:`FIX_VARIANTS`);
-- a ``threading.Lock`` held by another thread at the fork stays locked in the child
-  (:func:`fork_while_lock_held`);
+  parallel op hangs forever (:func:`parallel_op`, :class:`HangReport`, :func:`plot_fixes`,
+  :func:`hang_demo`; :func:`fork_hang_report` adds the stuck child's stack and thread states).
+  It needs Linux with GNU libgomp and at least two CPUs (more than one torch thread); with
+  another OpenMP runtime (macOS: LLVM libomp) or one CPU the child need not hang;
+- a ``threading.Lock`` held by another thread at the fork stays locked in the child, and the
+  child's :func:`take_lock` can only time out;
 - Python 3.12+ warns about forking a multi-threaded process, but its default filters hide the
   warning (:func:`fork_warning`).
 
 Example::
 
-    >>> from helpers.fork_hazards import fork_while_lock_held
-    >>> fork_while_lock_held(held=False).child_acquired
-    True
+    >>> import threading
+    >>> from helpers.fork_hazards import take_lock
+    >>> take_lock(threading.Lock(), timeout=1)  # free: taken and released, exit code 0
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import faulthandler
 import multiprocessing as mp
+import sys
 import tempfile
 import threading
 import time
@@ -33,7 +36,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from helpers.processes import reap, run_python_script, run_with_deadline
+from helpers.processes import reap, run_python_script
 
 if TYPE_CHECKING:  # matplotlib is imported inside plot_fixes: importing this module stays light
     from matplotlib.figure import Figure
@@ -42,11 +45,9 @@ __all__ = [
     "parallel_op",
     "HangReport",
     "fork_hang_report",
-    "FIX_VARIANTS",
     "plot_fixes",
     "hang_demo",
-    "LockReport",
-    "fork_while_lock_held",
+    "take_lock",
     "FORK_WARNING_SCRIPT",
     "FORK_WARNING_TEXT",
     "fork_warning",
@@ -57,7 +58,7 @@ def parallel_op(size: int = 4_000_000, threads: int | None = None) -> float:
     """Run a multi-threaded CPU kernel (a float64-to-float32 copy of ``size`` elements).
 
     With GNU OpenMP, a *fork* child whose parent already ran such a kernel hangs here forever
-    unless ``threads=1`` is set first (notebook 04, section 2).
+    unless ``threads=1`` is set first (notebook 04, section 2; Linux, GNU libgomp, 2+ CPUs).
 
     >>> parallel_op(1000, threads=1) != 0.0
     True
@@ -77,7 +78,8 @@ def parallel_op(size: int = 4_000_000, threads: int | None = None) -> float:
 class HangReport:
     """One child that ran :func:`parallel_op`, and what became of it.
 
-    Notebook 04 section 2 prints and asserts them.
+    Notebook 04 section 2 records its children in them (and plots them); the appendix adds the
+    stack and thread states that :func:`fork_hang_report` collects.
     """
 
     label: str
@@ -138,7 +140,7 @@ def fork_hang_report(
     method: str = "fork", threads: int | None = None, timeout: float = 3.0, label: str | None = None
 ) -> HangReport:
     """Run the parallel op in one ``method`` child with a deadline; if it hangs, say where.
-    Notebook 04 section 2 (the hang, and the fixes side by side).
+    Notebook 04, "Appendix: where the fork child is stuck", and the widget of section 2.
 
     The child arms ``faulthandler.dump_traceback_later`` at half the deadline, so a stuck child
     leaves its Python stack in a temp file; the parent also reads the child's thread states from
@@ -172,15 +174,6 @@ def fork_hang_report(
     return HangReport(
         label, method, threads, finished, seconds, timeout, exitcode, stack.strip(), tasks, alive
     )
-
-
-# (label, method, threads in the child): the hang and its three fixes, side by side.
-FIX_VARIANTS = (
-    ("fork, inherited threads (hangs)", "fork", None),
-    ("fork, 1 thread in the child", "fork", 1),
-    ("spawn", "spawn", None),
-    ("forkserver", "forkserver", None),
-)
 
 
 def plot_fixes(reports: list[HangReport]) -> Figure:
@@ -233,69 +226,24 @@ def hang_demo(threads: int | None = None, method: str = "fork", timeout: float =
 # --------------------------------------------------------------------------------------------------
 
 
-@dataclass
-class LockReport:
-    """A fork child that tried to take a ``threading.Lock``; see :func:`fork_while_lock_held`.
+def take_lock(lock: threading.Lock, timeout: float = 2.0) -> None:
+    """Fork child of notebook 04 section 3: take ``lock`` within ``timeout`` s; exit code 1 if not.
 
-    Notebook 04 section 3 prints and asserts it.
-    """
+    A fork child gets a copy of the parent's lock in the state it had at the fork. If another
+    thread held it then, no thread in the child will ever release it: ``acquire`` can only time
+    out. (The lock reaches the child by fork's memory copy; it cannot be pickled for spawn.)
 
-    held_at_fork: bool
-    child_acquired: bool
-    timed_out: bool
-    seconds: float
-    output: str
-    parent_acquired_after: bool  # the parent's own lock works again once the holder releases it
-
-
-def _take_lock(lock) -> None:
-    """Fork-child side of :func:`fork_while_lock_held` (the lock arrives unpickled: fork only)."""
-    print("child: acquiring the lock ...", flush=True)
-    lock.acquire()
-    print("child: acquired it", flush=True)
-    lock.release()
-
-
-def fork_while_lock_held(held: bool = True, timeout: float = 2.0) -> LockReport:
-    """Fork while another thread holds a plain ``threading.Lock``; the child tries to take it.
-    Notebook 04 section 3.
-
-    ``fork()`` copies the lock *in its locked state* but not the thread that would release it, so
-    the child waits forever (here: until ``timeout``). With ``held=False`` the child takes it at once.
-
-    >>> fork_while_lock_held(held=True, timeout=1).timed_out
+    >>> held = threading.Lock()
+    >>> held.acquire()
     True
+    >>> take_lock(held, timeout=0.1)
+    Traceback (most recent call last):
+    ...
+    SystemExit: 1
     """
-    if "fork" not in mp.get_all_start_methods():
-        raise ValueError("this demo needs the fork start method (Linux or macOS)")
-    lock, holding, release = threading.Lock(), threading.Event(), threading.Event()
-
-    def hold() -> None:
-        with lock:
-            holding.set()
-            release.wait(timeout + 30)
-
-    holder = threading.Thread(target=hold, name="lock-holder", daemon=True)
-    if held:
-        holder.start()
-        holding.wait(10)
-    try:
-        result = run_with_deadline(_take_lock, args=(lock,), method="fork", timeout=timeout)
-    finally:
-        release.set()
-        if held:
-            holder.join(10)
-    parent_acquired = lock.acquire(timeout=5)
-    if parent_acquired:
-        lock.release()
-    return LockReport(
-        held_at_fork=held,
-        child_acquired="child: acquired it" in result.output,
-        timed_out=result.timed_out,
-        seconds=result.seconds,
-        output=result.output.strip(),
-        parent_acquired_after=parent_acquired,
-    )
+    if not lock.acquire(timeout=timeout):
+        sys.exit(1)  # held since before the fork: nobody in this process will release it
+    lock.release()
 
 
 # Python 3.12+ warns when a multi-threaded process forks (CPython gh-100228). The warning is a
@@ -327,7 +275,7 @@ def fork_warning(show: bool = True, timeout: float = 60.0) -> list[str]:
     """Fork a child from a fresh, two-threaded interpreter; return what it printed (stderr first).
 
     With ``show`` the script turns DeprecationWarnings on (``warnings.simplefilter("default")``);
-    without, Python's default filters apply. Notebook 04 section 3.
+    without, Python's default filters apply. Notebook 04, "Appendix: Python 3.12's fork warning".
 
     >>> lines = fork_warning(show=False)
     >>> lines[-1].startswith("python"), any("multi-threaded" in line for line in lines)

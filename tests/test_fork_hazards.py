@@ -1,8 +1,9 @@
 """helpers.fork_hazards: the CPU twin of fork-versus-CUDA (OpenMP after fork, a lock held at fork,
-Python 3.12's fork warning), asserted on any machine that has fork."""
+Python 3.12's fork warning), asserted on any machine that has fork (the OpenMP hang: GNU libgomp)."""
 
 from __future__ import annotations
 
+import multiprocessing as mp
 import sys
 import threading
 
@@ -11,6 +12,7 @@ import torch
 
 import helpers.fork_hazards as fh
 from helpers.environment import environment_report
+from helpers.processes import reap
 from tests.workers import METHODS
 
 OPENMP_HAZARD = environment_report(probe_cuda=False)["openmp_runtime"] == "GNU libgomp"
@@ -75,14 +77,44 @@ def test_hang_demo_under_spawn(capsys):
     assert fh.hang_demo(threads=None, method="spawn").finished
 
 
+def _fork_take_lock(lock: threading.Lock, timeout: float) -> int | None:
+    """Notebook 04 section 3's parent side: fork a take_lock child, join with a deadline."""
+    child = mp.get_context("fork").Process(target=fh.take_lock, args=(lock, timeout))
+    child.start()
+    child.join(timeout=timeout + 30)
+    (exitcode,) = reap([child], timeout=0)
+    return exitcode
+
+
 @needs_fork
-def test_fork_while_a_thread_holds_a_lock_deadlocks_the_child():
-    held = fh.fork_while_lock_held(held=True, timeout=1)
-    assert held.timed_out and not held.child_acquired and held.parent_acquired_after
-    assert held.output == "child: acquiring the lock ..."
-    free = fh.fork_while_lock_held(held=False, timeout=30)
-    assert free.child_acquired and not free.timed_out
-    assert threading.active_count() == 1 or all(t.name != "lock-holder" for t in threading.enumerate())
+def test_a_lock_held_by_another_thread_at_fork_stays_locked_in_the_child():
+    lock, holding, release = threading.Lock(), threading.Event(), threading.Event()
+
+    def library_thread():
+        with lock:
+            holding.set()
+            release.wait(timeout=30)
+
+    holder = threading.Thread(target=library_thread, daemon=True)
+    holder.start()
+    assert holding.wait(timeout=10)
+    try:
+        assert _fork_take_lock(lock, timeout=1) == 1  # held at the fork: the child can only time out
+    finally:
+        release.set()
+        holder.join(timeout=10)
+    assert lock.acquire(timeout=5)  # the parent's own lock: its holder released it
+    lock.release()
+    assert _fork_take_lock(lock, timeout=30) == 0  # free at the fork: taken at once
+
+
+def test_take_lock_exits_1_when_it_cannot_take_the_lock():
+    held = threading.Lock()
+    held.acquire()
+    with pytest.raises(SystemExit) as exited:
+        fh.take_lock(held, timeout=0.05)
+    assert exited.value.code == 1
+    fh.take_lock(threading.Lock(), timeout=0.05)  # a free lock: taken, released, no exit
 
 
 def test_fork_warning_from_python_3_12_shows_only_with_a_filter():
