@@ -110,11 +110,30 @@ def stuck_with_watchdog(dump_after: float = 1.0) -> None:
     take_lock_twice()
 
 
+DUMP_END = "-- end of stack dump --"
+
+
 def _stuck_on_signal(ready, stack_file: str) -> None:
-    """Register a stack dump on SIGUSR1 into ``stack_file``, then deadlock."""
+    """Register a stack dump on SIGUSR1 into ``stack_file``, then deadlock.
+
+    faulthandler writes the stacks from C, in many small writes, whatever the process is doing;
+    ``chain=True`` then calls the previous handler, a Python one that appends ``DUMP_END``, so a
+    reader knows the dump is complete (the blocked ``acquire`` is interrupted to run it).
+    """
     sink = open(stack_file, "w")  # noqa: SIM115 (must stay open for faulthandler)
-    faulthandler.register(signal.SIGUSR1, file=sink, all_threads=True)
+    signal.signal(signal.SIGUSR1, lambda signum, frame: print(DUMP_END, file=sink, flush=True))
+    faulthandler.register(signal.SIGUSR1, file=sink, all_threads=True, chain=True)
     take_lock_twice(ready)
+
+
+def _wait_until_blocked(pid: int, timeout: float) -> bool:
+    """Wait until ``pid`` sleeps (blocked in a wait, not running); False past ``timeout``."""
+    process, deadline = psutil.Process(pid), time.monotonic() + timeout
+    while process.status() != psutil.STATUS_SLEEPING:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
 
 
 @dataclass
@@ -171,15 +190,16 @@ def dump_stuck_child(tool: str = "signal", method: str = "spawn", timeout: float
         child = ctx.Process(target=_stuck_on_signal, args=(ready, stack_file), name="stuck-child")
         child.start()
         try:
-            if not ready.wait(timeout):
+            if not (ready.wait(timeout) and _wait_until_blocked(child.pid, timeout)):
                 return StackDump(tool, False, f"the child did not reach its deadlock within {timeout} s")
-            time.sleep(0.2)  # let it block in the second acquire
             if tool == "signal":
                 os.kill(child.pid, signal.SIGUSR1)
                 deadline = time.monotonic() + timeout
-                while time.monotonic() < deadline and "File" not in Path(stack_file).read_text():
-                    time.sleep(0.05)
-                return StackDump(tool, True, Path(stack_file).read_text())
+                while DUMP_END not in (text := Path(stack_file).read_text()):
+                    if time.monotonic() > deadline:
+                        return StackDump(tool, False, f"no complete dump within {timeout} s: {text!r}")
+                    time.sleep(0.01)
+                return StackDump(tool, True, text.replace(DUMP_END + "\n", ""))
             done = subprocess.run(
                 [spy, "dump", "--pid", str(child.pid)], capture_output=True, text=True, timeout=timeout
             )

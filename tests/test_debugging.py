@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import signal
+import subprocess
 import sys
 
 import pytest
@@ -45,6 +47,27 @@ def test_dump_on_signal(method):
     dump = dbg.dump_stuck_child("signal", method=method)
     assert dump.ok and "take_lock_twice" in dump.text
     assert live_children() == []
+
+
+def test_the_stack_dump_is_whole_and_taken_in_the_deadlock_even_on_busy_cores():
+    # Busy loops on every core: faulthandler's many small writes come slowly, and the child reaches
+    # its deadlock late. The dump must still be complete and show the blocking acquire's line.
+    lines, first = inspect.getsourcelines(dbg.take_lock_twice)
+    blocking = first + next(i for i, line in enumerate(lines) if "blocks forever" in line)
+    method = "fork" if "fork" in METHODS else "spawn"
+    busy = [sys.executable, "-c", "while True: pass"]
+    burners = [subprocess.Popen(busy) for _ in range(os.cpu_count() or 1)]
+    try:
+        for _ in range(10):
+            dump = dbg.dump_stuck_child("signal", method=method)
+            assert dump.ok and f"line {blocking} in take_lock_twice" in dump.text, dump.text
+            frames = [line for line in dump.text.splitlines() if line.strip()]
+            assert all(line.startswith(("  File ", "Current thread", "Thread")) for line in frames), dump.text
+            assert dump.text.endswith("\n")  # the last frame line is whole
+    finally:
+        for burner in burners:
+            burner.kill()
+            burner.wait(timeout=10)
 
 
 def test_py_spy_dump_or_reason():
