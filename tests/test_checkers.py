@@ -23,8 +23,10 @@ WRONG_ANSWERS = [
     ("ex01", "ex01_lambda", "top-level `def`"),
     ("ex01", "ex01_ignores_rank", "expected scale * (rank + 1)"),
     ("ex01", "ex01_parent_pid", "not os.getppid()"),
-    ("ex02", "ex02_rebind", "did the worker rebind the tensor"),
+    ("ex02", "ex02_no_lock", "lost"),
+    ("ex02", "ex02_lock_in_worker", "a different lock in each process"),
     ("ex02", "ex02_not_shared", "not in shared memory"),
+    ("ex02", "ex02_no_yield", "keep the time.sleep(0)"),
     ("ex03", "ex03_join_before_drain", "did you join the producer before reading"),
     ("ex03", "ex03_no_sentinel", "no sentinel"),
     ("ex04", "ex04_no_thread_limit", "torch.set_num_threads(1)"),
@@ -53,7 +55,8 @@ PASS_PHRASE = {"ex09": "in two real torchrun agents: the 2 workers' answers matc
 # (spawn costs about a second per child; the reference solutions still run under spawn).
 FAST = {"ex03": {"timeout": 6.0}, "ex04": {"timeout": 6.0}}
 FORK_FOR_WRONG = {"ex01_ignores_rank": {"method": "fork"}, "ex01_parent_pid": {"method": "fork"}}
-FORK_FOR_WRONG.update({"ex02_rebind": {"methods": ("fork",)}, "ex02_not_shared": {"methods": ("fork",)}})
+EX02_FORK = ("no_lock", "lock_in_worker", "not_shared")
+FORK_FOR_WRONG.update({f"ex02_{m}": {"methods": ("fork",)} for m in EX02_FORK})
 
 
 def _check(exercise: str, module: str) -> CheckResult:
