@@ -306,6 +306,16 @@ def share_then_die(rank: int, count: int = 5) -> None:
     Notebook 02, appendix: who removes the names a crashed process leaves in ``/dev/shm``.
 
     No ``finally``, no destructor runs: the names stay until ``torch_shm_manager`` removes them.
+
+    >>> import torch.multiprocessing as tmp
+    >>> child = tmp.get_context(FAST_METHOD).Process(target=share_then_die, args=(0, 2))
+    >>> child.start(); child.join(timeout=60); child.exitcode
+    -9
+    >>> deadline = time.monotonic() + 15
+    >>> while torch_entries_of(child.pid) and time.monotonic() < deadline:
+    ...     time.sleep(0.1)
+    >>> torch_entries_of(child.pid)
+    []
     """
     import signal
 

@@ -23,7 +23,6 @@ HEADER = re.compile(r"\*\*Reading time:\*\* about (\d+) min")
 NOT_YET_SHORT = {
     "00_overview.ipynb",
     "01_start_methods.ipynb",
-    "02_shared_tensors.ipynb",
     "03_queues_and_pipes.ipynb",
     "04_fork_and_cuda.ipynb",
     "05_hogwild.ipynb",
