@@ -16,7 +16,7 @@ def fill_row(rank, shared):
 
 if __name__ == "__main__":
     method = sys.argv[1] if len(sys.argv) > 1 else "spawn"
-    ctx, nprocs = mp.get_context(method), 4
+    ctx, nprocs = mp.get_context(method), 2
     shared = torch.zeros(nprocs, 1000).share_memory_()  # shared before any process starts
     workers = [ctx.Process(target=fill_row, args=(rank, shared)) for rank in range(nprocs)]
     for w in workers:
