@@ -2,7 +2,7 @@
 
 Everything that runs in a child lives here, so spawn and forkserver children can import it. Every
 worker sets its torch thread count before its first op (a fork child of a kernel that ran parallel
-kernels hangs in GNU OpenMP otherwise; notebook 01).
+kernels hangs in GNU OpenMP otherwise; notebook 04 section 2).
 
 Example::
 
@@ -35,15 +35,16 @@ __all__ = [
     "add_in_place",
     "add_plus_equals",
     "add_and_rebind",
-    "fill_and_report",
     "write_through_numpy",
     "nudge_weights",
     "increment_counter",
     "increment_own_slot",
     "RACE_MODES",
     "race_demo",
+    "open_shm_fds",
     "strategy_footprint",
     "fd_limit_probe",
+    "share_then_die",
     "torch_entries_of",
 ]
 
@@ -76,7 +77,7 @@ def memory_region(t: torch.Tensor) -> str:
 
 def add_in_place(rank: int, t: torch.Tensor) -> None:
     """``t.add_(1)``: writes into the storage the parent shares.
-    Notebook 02 section 2.
+    Notebook 02 sections 2 and 3.
 
     >>> x = torch.zeros(2); add_in_place(0, x); x.tolist()
     [1.0, 1.0]
@@ -105,18 +106,6 @@ def add_and_rebind(rank: int, t: torch.Tensor) -> None:
     """
     torch.set_num_threads(1)
     t = t + 1  # noqa: F841 (the point: the name now refers to a private tensor)
-
-
-def fill_and_report(rank: int, t: torch.Tensor, value: float) -> float:
-    """Fill ``t`` with ``value`` and return what this process then reads back from it.
-    Notebook 02 section 3 (fork's copy-on-write is not sharing).
-
-    >>> fill_and_report(0, torch.zeros(2), 7.0)
-    7.0
-    """
-    torch.set_num_threads(1)
-    t.fill_(value)
-    return float(t[0])
 
 
 def write_through_numpy(rank: int, t: torch.Tensor) -> None:
@@ -243,8 +232,16 @@ def race_demo(nprocs: int = 2, mode: str = "no lock", n: int = 2000, method: str
     return result
 
 
-def _shm_fds() -> int:
-    """How many of this process's open fds point into /dev/shm."""
+def open_shm_fds() -> int:
+    """How many of this process's open file descriptors point into ``/dev/shm`` (Linux; 0 elsewhere).
+    Notebook 02, appendix: one per shared *storage*, however many tensors view it.
+
+    >>> before = open_shm_fds(); t = torch.zeros(8).share_memory_(); views = [t[:2], t[2:]]
+    >>> open_shm_fds() - before
+    1
+    """
+    if not Path("/proc/self/fd").exists():
+        return 0
     count = 0
     for fd in os.listdir("/proc/self/fd"):
         with contextlib.suppress(OSError):
@@ -255,7 +252,7 @@ def _shm_fds() -> int:
 def strategy_footprint(rank: int, strategy: str, count: int = 50) -> dict:
     """In this child: share ``count`` small tensors under ``strategy``; count fds and names (Linux).
 
-    Sets the process-global strategy, so run it in a child. Notebook 02 section 5.
+    Sets the process-global strategy, so run it in a child. Notebook 02, appendix.
 
     >>> launch(strategy_footprint, args=("file_descriptor", 3), method=FAST_METHOD)[0]["shm_fds"]
     3
@@ -264,11 +261,11 @@ def strategy_footprint(rank: int, strategy: str, count: int = 50) -> dict:
 
     torch.set_num_threads(1)
     tmp.set_sharing_strategy(strategy)
-    fds_before = _shm_fds()
+    fds_before = open_shm_fds()
     tensors = [torch.zeros(16).share_memory_() for _ in range(count)]
     report = {
         "pid": os.getpid(),
-        "shm_fds": _shm_fds() - fds_before,
+        "shm_fds": open_shm_fds() - fds_before,
         "dev_shm_names": len(torch_entries_of(os.getpid())),
     }
     del tensors
@@ -281,7 +278,7 @@ def fd_limit_probe(rank: int, strategy: str, limit: int = 128, count: int = 300)
     """In this child: lower the open-file limit to ``limit``, then share up to ``count`` tensors.
 
     Returns how many, the error (or None) and the fds open at the start. Sets the process-global
-    strategy and limit, so run it in a child (Linux). Notebook 02 section 5.
+    strategy and limit, so run it in a child (Linux). Notebook 02, appendix.
 
     >>> launch(fd_limit_probe, args=("file_system", 64, 80), method=FAST_METHOD)[0]["created"]
     80
@@ -304,9 +301,33 @@ def fd_limit_probe(rank: int, strategy: str, limit: int = 128, count: int = 300)
     return report
 
 
+def share_then_die(rank: int, count: int = 5) -> None:
+    """Share ``count`` tensors under ``file_system``, then kill this process with SIGKILL (Linux).
+    Notebook 02, appendix: who removes the names a crashed process leaves in ``/dev/shm``.
+
+    No ``finally``, no destructor runs: the names stay until ``torch_shm_manager`` removes them.
+
+    >>> import torch.multiprocessing as tmp
+    >>> child = tmp.get_context(FAST_METHOD).Process(target=share_then_die, args=(0, 2))
+    >>> child.start(); child.join(timeout=60); child.exitcode
+    -9
+    >>> deadline = time.monotonic() + 15
+    >>> while torch_entries_of(child.pid) and time.monotonic() < deadline:
+    ...     time.sleep(0.1)
+    >>> torch_entries_of(child.pid)
+    []
+    """
+    import signal
+
+    torch.set_num_threads(1)
+    torch.multiprocessing.set_sharing_strategy("file_system")
+    keep = [torch.zeros(16).share_memory_() for _ in range(count)]  # noqa: F841 (alive at the kill)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
 def torch_entries_of(pid: int) -> list[str]:
     """``/dev/shm`` names that torch created in process ``pid`` (``torch_<pid>_...``).
-    Notebook 02 section 5, Too many open files.
+    Notebook 02, appendix.
 
     >>> torch_entries_of(os.getpid())
     []

@@ -24,8 +24,10 @@ WRONG_ANSWERS = [
     ("ex01", "ex01_join_in_start_loop", "Start every process first, then join them"),
     ("ex01", "ex01_no_terminate", "terminate() a process whose exitcode is None"),
     ("ex01", "ex01_no_timeout", "did you join without a timeout?"),
-    ("ex02", "ex02_rebind", "did the worker rebind the tensor"),
+    ("ex02", "ex02_no_lock", "lost"),
+    ("ex02", "ex02_lock_in_worker", "a different lock in each process"),
     ("ex02", "ex02_not_shared", "not in shared memory"),
+    ("ex02", "ex02_no_yield", "keep the time.sleep(0)"),
     ("ex03", "ex03_join_before_drain", "did you join the producer before reading"),
     ("ex03", "ex03_no_sentinel", "no sentinel"),
     ("ex04", "ex04_no_thread_limit", "torch.set_num_threads(1)"),
@@ -57,7 +59,8 @@ FORK_FOR_WRONG = {
     name: {"method": "fork", "wait": 3.0, "timeout": 15.0}
     for name in ("ex01_calls_target", "ex01_join_in_start_loop", "ex01_no_terminate", "ex01_no_timeout")
 }
-FORK_FOR_WRONG.update({"ex02_rebind": {"methods": ("fork",)}, "ex02_not_shared": {"methods": ("fork",)}})
+EX02_FORK = ("no_lock", "lock_in_worker", "not_shared")
+FORK_FOR_WRONG.update({f"ex02_{m}": {"methods": ("fork",)} for m in EX02_FORK})
 
 
 def _check(exercise: str, module: str) -> CheckResult:

@@ -41,11 +41,22 @@ def test_in_place_writes_reach_the_parent_and_rebinding_does_not(method):
 
 
 @pytest.mark.parametrize("method", METHODS)
-def test_fill_and_report_private_tensor_depends_on_start_method(method):
+def test_a_private_tensor_reaches_the_parent_only_where_it_is_pickled(method):
     private = torch.zeros(2)
-    assert launch(sh.fill_and_report, args=(private, 7.0), method=method) == [7.0]
+    launch(sh.add_in_place, args=(private,), method=method)
     # fork: copy-on-write, the write stays in the child; spawn/forkserver: pickling shared it.
-    assert private.tolist() == ([0.0, 0.0] if method == "fork" else [7.0, 7.0])
+    assert private.tolist() == ([0.0, 0.0] if method == "fork" else [1.0, 1.0])
+    assert private.is_shared() == (method != "fork")
+
+
+def test_forking_pickler_sends_a_handle_and_shares_the_storage():
+    from multiprocessing.reduction import ForkingPickler
+
+    t = torch.zeros(100_000)
+    handle = ForkingPickler.dumps(t)
+    assert t.is_shared() and len(handle) < 1_000 < t.nbytes
+    back = ForkingPickler.loads(handle)  # in this process: the same storage, from the cache
+    assert back.data_ptr() == t.data_ptr()
 
 
 @pytest.mark.parametrize("method", FAST_AND_SPAWN)
@@ -118,6 +129,30 @@ def test_fd_limit_probe_file_descriptor_fails_file_system_does_not(method):
     assert "Too many open files" in fd["error"] and fd["created"] < 64
     assert fs["error"] is None and fs["created"] == 100
     assert sh.torch_entries_of(fs["pid"]) == [] and sh.torch_entries_of(fd["pid"]) == []
+
+
+@pytest.mark.skipif(not LINUX, reason="/proc/self/fd is Linux-only")
+def test_open_shm_fds_counts_one_per_storage_not_per_view():
+    before = sh.open_shm_fds()
+    base = torch.zeros(100).share_memory_()
+    views = [base[i : i + 10] for i in range(90)]
+    assert sh.open_shm_fds() - before == 1 and all(v.is_shared() for v in views)
+    other = torch.zeros(4).share_memory_()
+    assert sh.open_shm_fds() - before == 2 and other.is_shared()
+
+
+@pytest.mark.skipif(not LINUX, reason="file_system names in /dev/shm and SIGKILL as on Linux")
+def test_share_then_die_leaves_names_that_the_manager_removes():
+    import time
+
+    child = tmp.get_context(sh.FAST_METHOD).Process(target=sh.share_then_die, args=(0, 3))
+    child.start()
+    child.join(timeout=60)
+    assert child.exitcode == -9
+    deadline = time.monotonic() + 15
+    while sh.torch_entries_of(child.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert sh.torch_entries_of(child.pid) == []
 
 
 def test_torch_entries_of_this_process_is_empty_under_file_descriptor():

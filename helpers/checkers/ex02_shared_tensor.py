@@ -1,71 +1,101 @@
-"""Exercise 02 (notebook 02): an in-place update of a shared tensor reaches the parent."""
+"""Exercise 02 (notebook 02): fix the lost updates; the total must be exact in real processes."""
 
 from __future__ import annotations
 
+import inspect
 import multiprocessing as mp
 from types import ModuleType
 
 from helpers.checkers.core import (
+    FORK,
     CheckResult,
     _checked,
     _error_line,
+    _in_child,
     _raise_if_stub_error,
     _Report,
 )
-from helpers.launch import WorkerFailed, launch
 
 __all__ = ["check_ex02"]
+
+
+def _source(obj: object) -> str:
+    try:
+        return inspect.getsource(obj)
+    except (OSError, TypeError):
+        return ""
 
 
 def check_ex02(
     module: str = "exercises.ex02_shared_tensor",
     timeout: float = 60.0,
     methods: tuple[str, ...] = ("fork", "spawn"),
+    nprocs: int = 4,
+    n: int = 1000,
 ) -> CheckResult:
-    """Check exercise 02: a worker's in-place update of a shared tensor reaches the parent (fork and spawn).
+    """Check exercise 02: ``safe_count(nprocs, n, method)`` counts exactly ``nprocs * n`` in real processes.
 
-    ``methods``: the start methods to try, in turn (those this platform lacks are skipped).
+    It runs the learner's ``safe_count`` (which starts its own processes) in a child with a deadline,
+    under each of ``methods`` this platform has, and reads ``safe_add`` to check that it kept the
+    yield between read and write (without it the race rarely shows, and a pass would prove nothing).
 
     Notebook 02, its closing programming exercise.
 
-    >>> check_ex02("solutions.ex02_shared_tensor").passed
+    >>> check_ex02("solutions.ex02_shared_tensor", methods=("fork",)).passed
     True
     """
-    import torch
 
     def body(mod: ModuleType, report: _Report) -> None:
-        counter = mod.make_counter(4)
-        if not isinstance(counter, torch.Tensor) or counter.shape != (4,) or bool(counter.any()):
-            report.fail(f"make_counter(4) returned {counter!r}: expected a tensor of 4 zeros")
+        worker = _source(mod.safe_add)
+        if "sleep(" not in worker:
+            report.fail(
+                "keep the time.sleep(0) between the read and the write in safe_add: without it the race is "
+                "still there but rarely shows, so the check cannot tell your fix from luck"
+            )
             return
+        expected = nprocs * n
         for method in [m for m in methods if m in mp.get_all_start_methods()]:
-            counter = mod.make_counter(4)
-            try:
-                launch(mod.add_rank, args=(counter,), nprocs=2, method=method, timeout=timeout)
-            except WorkerFailed as exc:
-                _raise_if_stub_error(str(exc))
-                report.fail(f"{method}: a worker failed: {_error_line(str(exc))}")
-                continue
-            expected = torch.full((4,), 3.0, dtype=counter.dtype)
-            if torch.equal(counter, expected):
-                report.ok(f"{method}: the parent sees {counter.tolist()} after ranks 0 and 1 added 1 and 2")
-            elif not counter.any() and method == "fork" and not counter.is_shared():
+            outcome = _in_child(mod.__name__, "safe_count", (nprocs, n, method), method=FORK, timeout=timeout)
+            if outcome.status == "timeout":
                 report.fail(
-                    "fork: the parent never saw your update because make_counter's tensor is not in shared "
-                    "memory: a fork child writes to its own copy-on-write copy. Return "
-                    "torch.zeros(n).share_memory_(). (spawn hides this mistake: pickling a tensor for a "
-                    "spawn child moves it to shared memory.)"
+                    f"{method}: safe_count did not return within {timeout:.0f} s: does a worker wait for a "
+                    "lock that is never released, or a join have no timeout?"
                 )
-            elif not counter.any():
+                continue
+            if outcome.status != "ok":
+                _raise_if_stub_error(outcome.error)
+                report.fail(f"{method}: safe_count failed: {_error_line(outcome.error)}")
+                continue
+            try:
+                total = int(outcome.value)
+            except (TypeError, ValueError, RuntimeError):
+                report.fail(f"{method}: safe_count returned {outcome.value!r}: return the total as an int")
+                continue
+            if total == expected:
+                report.ok(f"{method}: {nprocs} processes x {n:,} additions, total {total:,}: none lost")
+            elif total == 0 and method == "fork":
                 report.fail(
-                    f"{method}: the parent never saw your update: did the worker rebind the tensor "
-                    "(counter = counter + ...) instead of writing in place "
-                    "(counter += ..., counter.add_(...))?"
+                    "fork: the parent saw none of the additions: the tensor the workers write is not in "
+                    "shared memory, so each fork child wrote to its own copy-on-write copy. Call "
+                    "share_memory_() on it before starting the processes. (spawn hides this mistake: "
+                    "pickling a tensor for a spawn child moves it to shared memory.)"
+                )
+            elif total < expected:
+                hint = (
+                    "a Lock() created inside the worker is a different lock in each process, so none of "
+                    "them ever waits: create one ctx.Lock() in safe_count and pass it to every worker"
+                    if "Lock(" in worker
+                    else "hold one ctx.Lock() (created in safe_count, passed to every worker) around the "
+                    "read and the write together, or give each rank its own slot and sum them at the end"
+                )
+                report.fail(
+                    f"{method}: lost {expected - total:,} of {expected:,} updates (counted {total:,}): two "
+                    f"processes read the same value and both wrote value + 1. Fix: {hint}"
                 )
             else:
                 report.fail(
-                    f"{method}: the parent sees {counter.tolist()}, expected {expected.tolist()}: "
-                    "rank r adds r + 1 to every element"
+                    f"{method}: counted {total:,}, more than the {expected:,} additions made: "
+                    "does each rank add 1 exactly n times, and does the parent sum each slot once?"
                 )
 
-    return _checked("ex02", module, ("make_counter", "add_rank"), body)
+    return _checked("ex02", module, ("safe_add", "safe_count"), body)
