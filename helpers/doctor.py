@@ -123,7 +123,7 @@ _ABOUT = {
         "that silently relies on fork breaks when the default changes.",
         "Name the method explicitly: ctx = mp.get_context('spawn') (never set_start_method in a "
         "notebook or library).",
-        "01 §1 Three ways to start a process",
+        "01 §2 Three start methods",
         "CPython gh-84559; Python docs 'Contexts and start methods'",
     ),
     "target importable": (
@@ -132,7 +132,7 @@ _ABOUT = {
         "the child ('Can't get attribute ...'), often far from its cause.",
         "Move the worker to a module (e.g. mypkg/workers.py), import it, and guard the script "
         "with if __name__ == '__main__':.",
-        "01 §2 A worker defined in the notebook fails under spawn",
+        "01 §3 A worker defined in the notebook fails under spawn",
         "pytorch#87016, pytorch#5301; Python docs 'Programming guidelines'",
     ),
     "threads before fork": (
@@ -141,7 +141,7 @@ _ABOUT = {
         "stays locked forever in the child, so it can hang (an OpenMP parallel op does).",
         "Start workers with spawn/forkserver, or call torch.set_num_threads(1) first thing in "
         "each fork child (DataLoader workers do).",
-        "01 §4 The CPU fork hazard; 04 §2 The CPU twin",
+        "04 §2 The CPU twin: OpenMP after fork",
         "pytorch#17199; CPython gh-100228 (3.12 fork DeprecationWarning)",
     ),
     "CPU threads": (
@@ -223,7 +223,7 @@ _ABOUT = {
         "In a notebook, functions defined in cells live in __main__, which spawn/forkserver "
         "children cannot import; a worker's traceback may land in the terminal, not the cell.",
         "Put workers in a module and import them (helpers/ does this); run a script for long jobs.",
-        "01 §2 A worker defined in the notebook fails under spawn; 07 §7 multiprocessing_context",
+        "01 §3 A worker defined in the notebook fails under spawn; 07 §7 multiprocessing_context",
         "pytorch#5301, pytorch#51344; Python docs 'multiprocessing: interactive interpreter'",
     ),
     "stack dumps": (

@@ -42,7 +42,7 @@ HEADING = re.compile(r"^(#{2,3}) +(?:(\d+[a-z]?)\. +)?(.+?)\s*$", re.MULTILINE)
 # Notebooks being renumbered right now (issue "A series a learner can finish"): a wrong reference to
 # one of them is expected (xfail) until their new numbering is merged, then the set is emptied. A
 # listed notebook that every reference gets right passes (the renumbering may land one at a time).
-PENDING_NOTEBOOKS = {"00", "01", "02", "03", "04"}
+PENDING_NOTEBOOKS: set[str] = set()
 
 
 @dataclass(frozen=True)
