@@ -143,7 +143,8 @@ def launch(
     threads: int | None = 1,
 ) -> list:
     """Run ``fn(rank, *args)`` for ranks ``0..nprocs-1``, each in its own process; return results.
-    Notebook 01 section 4 and notebook 02 sections 3 and 5 (a demo that may hang or crash).
+    Notebook 01 section 3 (a notebook worker refused), notebook 02's appendix and notebook 08
+    (demos that may hang or crash).
 
     - ``method``: the start method, used through ``get_context`` (never ``set_start_method``).
     - ``timeout``: seconds for the whole run; on expiry every child is terminated and

@@ -211,7 +211,7 @@ _INFRASTRUCTURE = ("multiprocessing.forkserver", "multiprocessing.resource_track
 
 def live_children(include_infrastructure: bool = False) -> list[psutil.Process]:
     """The running descendants of this process (zombies excluded): what a leak check looks for.
-    Every notebook asserts ``live_children() == []`` after its demos (e.g. notebook 01 section 7, notebook
+    Every notebook asserts ``live_children() == []`` after its demos (e.g. notebook 01 section 6, notebook
     03 section 4).
 
     multiprocessing's forkserver and resource tracker are left out unless
@@ -291,7 +291,7 @@ def shared_memory_segments(pid: int | None = None) -> list[str]:
 def dev_shm_entries() -> set[str]:
     """Names currently in ``/dev/shm`` (empty set where it does not exist): the leak check's view.
     Used by the doctor's /dev/shm check (notebook 00 section 5) and by ``helpers.shared.torch_entries_of``
-    (notebook 02, Too many open files).
+    (notebook 02, appendix).
 
     >>> isinstance(dev_shm_entries(), set)
     True
@@ -340,7 +340,7 @@ def run_python_script(
     env: Mapping[str, str | None] | None = None,
 ) -> subprocess.CompletedProcess:
     """Run ``source`` as a script file in a fresh interpreter, in a temporary directory; bounded.
-    Notebook 01 sections 1 and 5 (a script run as a file, with its own start method and guard).
+    Notebook 01 sections 1 and 4 (a script run as a file, with its own start method and guard).
 
     For lessons that need a real ``__main__`` (the ``if __name__ == "__main__":`` guard) or a
     pristine interpreter (``set_start_method`` can only be called once per process; a process that
