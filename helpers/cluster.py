@@ -1,4 +1,4 @@
-"""The same training on a cluster (notebook 09, section 5): a Slurm batch script for N nodes x G
+"""The same training on a cluster (notebook 09, section 4): a Slurm batch script for N nodes x G
 GPUs, and a way to run it on this machine under local stand-ins for ``srun`` and ``scontrol``.
 
 :func:`slurm_script` writes the batch script: one Slurm task per node, each running one torchrun
@@ -18,6 +18,7 @@ Example::
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -51,10 +52,13 @@ export NPROC_PER_NODE={nproc}
 echo "job $SLURM_JOB_ID: $SLURM_JOB_NUM_NODES node(s) x $NPROC_PER_NODE worker(s)," \\
     "world $((SLURM_JOB_NUM_NODES * NPROC_PER_NODE)), rendezvous at $RDZV_ENDPOINT"
 
-# Each task announces its own node name (--local-addr), not socket.getfqdn(); the job id names the
-# rendezvous, so two jobs never meet by mistake. --kill-on-bad-exit: one failed node stops the job.
-# --log-dir: error files and worker logs per job (without it, /tmp/torchelastic_* on every node).
-srun --kill-on-bad-exit=1 bash -c 'exec "$PYTHON" -m torch.distributed.run \\
+# --cpus-per-task again: since Slurm 22.05 srun does not inherit it from the batch script, and each
+# node's agent and all its workers would share one CPU. --kill-on-bad-exit: one failed node stops the
+# job. Each task announces its own node name (--local-addr), not socket.getfqdn(); the job id names
+# the rendezvous, so two jobs never meet by mistake. --log-dir: error files and worker logs per job
+# (without it, /tmp/torchelastic_* on every node).
+srun --cpus-per-task="$SLURM_CPUS_PER_TASK" --kill-on-bad-exit=1 \\
+    bash -c 'exec "$PYTHON" -m torch.distributed.run \\
     --nnodes="$SLURM_JOB_NUM_NODES" --nproc-per-node="$NPROC_PER_NODE" \\
     --rdzv-backend=c10d --rdzv-endpoint="$RDZV_ENDPOINT" --rdzv-id="$SLURM_JOB_ID" \\
     --local-addr="$SLURMD_NODENAME" --max-restarts={max_restarts} \\
@@ -68,7 +72,7 @@ def slurm_script(
     gpus_per_node: int,
     entry: Sequence[str],
     *,
-    port: int = 29500,
+    port: int = 29400,
     job_name: str = "ddp-digits",
     time_limit: str = "00:30:00",
     cpus_per_task: int = 8,
@@ -79,7 +83,7 @@ def slurm_script(
     ``entry``: what each worker runs, as torchrun takes it (``["-m", "helpers.ddp", "--snapshot",
     PATH]`` or a script and its arguments); it is shell-quoted here. ``gpus_per_node=0``: a CPU job
     with one worker per node (no ``--gpus-per-node`` line). The snapshot path must be on storage
-    every node sees. Notebook 09, section 5.
+    every node sees. Notebook 09, section 4.
 
     >>> script = slurm_script(2, 4, ["-m", "helpers.ddp", "--snapshot", "/shared/run 1.pt"])
     >>> "#SBATCH --gpus-per-node=4" in script, "export NPROC_PER_NODE=4" in script
@@ -113,9 +117,10 @@ def _run_batch_locally(
     ``srun``/``scontrol`` first on ``PATH``, ``nodes`` pretend nodes all named ``127.0.0.1``.
 
     Sets ``SLURM_JOB_ID``, ``SLURM_JOB_NAME``, ``SLURM_JOB_NODELIST``, ``SLURM_JOB_NUM_NODES``,
-    ``SLURM_NNODES``, and ``PYTHON`` (this interpreter). Output goes to the returned ``stdout``.
-    Past ``timeout`` the script and everything it started (agents, workers) are killed and
-    ``subprocess.TimeoutExpired`` is raised. Notebook 09, section 5.
+    ``SLURM_NNODES``, ``SLURM_CPUS_PER_TASK`` (from the script's ``#SBATCH --cpus-per-task=N`` line,
+    as sbatch does; absent without one) and ``PYTHON`` (this interpreter). Output goes to the
+    returned ``stdout``. Past ``timeout`` the script and everything it started (agents, workers)
+    are killed and ``subprocess.TimeoutExpired`` is raised. Notebook 09, section 4.
 
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as folder:
@@ -136,6 +141,9 @@ def _run_batch_locally(
         "SLURM_JOB_NUM_NODES": str(nodes),
         "SLURM_NNODES": str(nodes),
     }
+    cpus = re.search(r"^#SBATCH --cpus-per-task=(\d+)$", Path(script).read_text(), re.MULTILINE)
+    if cpus:
+        env["SLURM_CPUS_PER_TASK"] = cpus[1]
     log = Path(workdir) / f"slurm-{job_id}.out"
     with open(log, "w") as sink:
         process = subprocess.Popen(

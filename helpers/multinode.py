@@ -1,19 +1,21 @@
 """From one machine to many (notebook 09): torchrun agents as nodes on 127.0.0.1, what each worker
-is told, a worker killed and the job surviving, a node lost.
+is told, a worker killed and the job restarted from its snapshot, a node lost.
 
 Each ``torchrun`` process is one *agent*, the program that runs on every node of a cluster: the
 agents meet at a rendezvous (``--rdzv-backend=c10d --rdzv-endpoint=HOST:PORT``), agree on the
-world, start their workers with ``RANK``, ``LOCAL_RANK``, ``GROUP_RANK``... in the environment, watch
+world, start their workers with ``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``... in the environment, watch
 them, and restart the whole group when one fails (``--max-restarts``). Notebook 09 starts two
-agents on this machine, one worker each, and runs notebook 06's :func:`helpers.ddp.train` in them.
+agents on this machine, one worker each.
 
-Parent side: :func:`agent_command` builds the command line of one agent, :func:`torchrun_agents`
-runs a set of agents with a deadline (on expiry every agent is killed with all its workers, which
-torchrun starts in sessions of their own), :func:`store_host` says which agent hosts the rendezvous
-store, :func:`kill_node` takes one node down. Worker side: ``python -m helpers.multinode`` runs
-:func:`report_and_train` (write what the worker was told, an ``all_reduce`` across the nodes, then
-:func:`helpers.ddp.train`); :func:`_arm_fault` injects a failure when ``FAULT_*`` variables say so.
-:func:`read_reports`, :func:`format_reports` and :func:`plot_timeline` read the reports back.
+Parent side: :func:`agent_command` builds the command line of one agent, :func:`_agent_environment`
+the environment agents on 127.0.0.1 need, :func:`torchrun_agents` runs a set of agents with a
+deadline (on expiry every agent is killed with all its workers, which torchrun starts in sessions
+of their own), :func:`store_host` says which agent hosts the rendezvous store, :func:`kill_node`
+takes one node down. Worker side: ``python -m helpers.multinode`` runs :func:`main`: it writes what
+torchrun told the worker to a JSON report, arms a fault when ``FAULT_*`` variables say so
+(:func:`_arm_fault`), then runs notebook 06's :func:`helpers.ddp.train` (``env://``) under
+torchelastic's ``record``. :func:`read_reports`, :func:`format_reports`, :func:`error_reports` and
+:func:`plot_timeline` read the results back.
 
 Example::
 
@@ -48,13 +50,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "agent_command",
-    "agent_environment",
     "Agent",
     "torchrun_agents",
     "store_host",
     "kill_node",
     "wait_for",
-    "report_and_train",
+    "rank_with_torchrun_env",
     "read_reports",
     "format_reports",
     "error_reports",
@@ -102,7 +103,7 @@ def agent_command(
     for more nodes once the minimum is there (torchrun's default is 30 s). ``log_dir``: where
     torchrun keeps each worker's error file (required: without ``--log-dir`` torchrun makes a
     ``/tmp/torchelastic_*`` directory that nobody removes).
-    Used by notebook 09, sections 1-3.
+    Used by notebook 09, section 3 and its appendices (section 2 writes the same command in a cell).
 
     >>> command = agent_command(["train.py"], port=29400, run_id="job", log_dir="logs")
     >>> command[:3] == [sys.executable, "-m", "torch.distributed.run"], command[-1]
@@ -136,14 +137,13 @@ def _loopback_interface() -> str | None:
     return None
 
 
-def agent_environment(**extra: str) -> dict[str, str]:
+def _agent_environment(**extra: str) -> dict[str, str]:
     """This process's environment for agents on 127.0.0.1: gloo on the loopback interface, output
     unbuffered (the agent logs interleave in time order), a fresh worker store in every round
-    (``TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1``), plus ``extra`` (e.g. ``FAULT_RANK="1"``).
+    (``TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1``, pytorch#135712), plus ``extra`` (e.g.
+    ``FAULT_RANK="1"``). Notebook 09 section 2 sets the same variables in a cell, each with its reason.
 
-    Notebook 09, sections 1-2.
-
-    >>> env = agent_environment(FAULT_RANK="1")
+    >>> env = _agent_environment(FAULT_RANK="1")
     >>> env["FAULT_RANK"], env["PYTHONUNBUFFERED"]
     ('1', '1')
     """
@@ -160,7 +160,7 @@ def agent_environment(**extra: str) -> dict[str, str]:
 class Agent:
     """One running (or finished) torchrun agent started by :func:`torchrun_agents`.
 
-    Notebook 09 sections 1-2: what :func:`torchrun_agents` yields, one per node.
+    Notebook 09 sections 2-3: what :func:`torchrun_agents` yields, one per node.
     """
 
     command: list[str]
@@ -226,7 +226,7 @@ def torchrun_agents(
     their own, so killing the agent or its process group leaves them running). An error or an
     interrupt in the block kills everything at once. Raises ``TimeoutError`` (with the agents'
     last output) when the deadline passed. Agent ``i`` logs to ``workdir/agent{i}.log``.
-    Notebook 09, sections 1-3.
+    Notebook 09, sections 2-3.
 
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as folder:
@@ -247,7 +247,7 @@ def torchrun_agents(
                     stdout=sink,
                     stderr=subprocess.STDOUT,
                     cwd=workdir,
-                    env=env if env is not None else agent_environment(),
+                    env=env if env is not None else _agent_environment(),
                 )
             agents.append(Agent(list(command), process, log, launched=time.time()))
         yield agents
@@ -284,7 +284,7 @@ def wait_for(
     """Wait until ``condition()`` is true; return the seconds it took. Raises ``TimeoutError``.
 
     ``agents``: keep noting their workers while waiting (so :func:`torchrun_agents` can kill
-    them even after their agent died). Notebook 09, section 2.
+    them even after their agent died). Notebook 09, appendix "A node lost".
 
     >>> wait_for(lambda: True, timeout=1) < 1
     True
@@ -300,8 +300,10 @@ def wait_for(
 
 
 def store_host(agents: Sequence[Agent], port: int) -> Agent | None:
-    """The agent that hosts the rendezvous store: the one listening on ``port`` (the first agent to
-    bind it; the others connect to it). ``None`` when nobody listens (yet). Notebook 09, section 2.
+    """The agent that hosts the rendezvous store: the one listening on ``port``. On a cluster that is
+    the agent on the endpoint's host (only an agent whose hostname or address matches the endpoint
+    tries to host); with every agent on 127.0.0.1, whichever binds the port first. The others
+    connect to it. ``None`` when nobody listens (yet). Notebook 09, appendix "A node lost".
 
     >>> store_host([], 29400) is None
     True
@@ -316,7 +318,7 @@ def store_host(agents: Sequence[Agent], port: int) -> Agent | None:
 
 def kill_node(agent: Agent) -> list[int]:
     """Take a node down the way a lost machine goes: SIGKILL its agent and all its workers at once
-    (listed before the first signal). Returns the pids killed. Notebook 09, section 2.
+    (listed before the first signal). Returns the pids killed. Notebook 09, appendix "A node lost".
 
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as folder:
@@ -341,31 +343,17 @@ def kill_node(agent: Agent) -> list[int]:
 # --- the worker side ------------------------------------------------------------------------------
 
 
-def report_and_train(report_dir: str, snapshot: str | None = None, epochs: int = 3) -> None:
-    """One torchrun worker: report what torchrun told it, all_reduce across the nodes, then train.
+def _report(report_dir: str) -> Callable[[], None]:
+    """Write what torchrun told this worker to ``report_dir/rankR-pidP.json`` (its variables, pid,
+    agent pid, start time); return a function that adds the time training finished.
 
-    >>> report_and_train("reports", "digits.pt")  # in torchrun's workers (notebook 09)  # doctest: +SKIP
+    >>> _report("reports")  # in torchrun's workers (notebook 09, section 3)  # doctest: +SKIP
     """
-    import torch
-    import torch.distributed as dist
-
-    from helpers.ddp import train
-
-    rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     report = {name: os.environ.get(name) for name in _WORKER_ENV}
     report.update(pid=os.getpid(), agent_pid=os.getppid(), started=psutil.Process().create_time())
-    # A group of our own, met through a file every node sees (MASTER_PORT is new in every round).
-    store = dist.FileStore(f"{report_dir}/store-{os.environ['MASTER_PORT']}", world_size)
-    dist.init_process_group("gloo", store=store, rank=rank, world_size=world_size)
-    total = torch.tensor([rank + 1.0])
-    dist.all_reduce(total)  # 1 + 2 + ... + world_size, on every node
-    dist.destroy_process_group()
-    path = Path(report_dir) / f"rank{rank}-pid{os.getpid()}.json"
-    path.write_text(json.dumps({**report, "all_reduce": total.item(), "joined": time.time()}))
-    if snapshot:
-        _arm_fault(snapshot)  # does nothing unless FAULT_RANK names this rank (section 2)
-        train(rank, world_size, snapshot, epochs=epochs)
-    path.write_text(json.dumps({**json.loads(path.read_text()), "finished": time.time()}))
+    path = Path(report_dir) / f"rank{os.environ['RANK']}-pid{os.getpid()}.json"
+    path.write_text(json.dumps(report))
+    return lambda: path.write_text(json.dumps({**report, "finished": time.time()}))
 
 
 class InjectedFault(RuntimeError):
@@ -385,7 +373,7 @@ def _arm_fault(snapshot: str) -> threading.Thread | None:
 
     A watcher thread polls the snapshot (rank 0 writes it after each epoch, then all ranks meet at a
     barrier), so the fault strikes during the next epoch. Returns the thread, or ``None`` when no
-    fault is armed. Notebook 09, section 2.
+    fault is armed. Notebook 09, section 3.
 
     >>> _arm_fault("/nonexistent/snapshot.pt") is None  # no FAULT_RANK in this environment
     True
@@ -413,26 +401,43 @@ def _arm_fault(snapshot: str) -> threading.Thread | None:
     return thread
 
 
+def rank_with_torchrun_env(rank: int, world_size: int, snapshot: str, port: int) -> None:
+    """One rank started by ``mp.spawn`` on this machine, given by hand the variables torchrun sets,
+    then notebook 06's :func:`helpers.ddp.train` through ``env://``, as under torchrun (notebook 09,
+    section 3).
+
+    >>> rank_with_torchrun_env(0, 1, "never-written.pt", port=29400)  # in mp.spawn's ranks  # doctest: +SKIP
+    """
+    from helpers.ddp import train
+
+    os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world_size))
+    os.environ.update(LOCAL_WORLD_SIZE=str(world_size), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    train(rank, world_size, snapshot)  # no port: init_process_group reads the variables (env://)
+
+
 def main(argv: list[str] | None = None) -> None:
-    """``torchrun ... -m helpers.multinode --report-dir DIR [--snapshot PATH] [--epochs N]``.
-    What each worker of notebook 09 sections 1-2 runs (``-m helpers.multinode`` in :func:`agent_command`'s
-    entry).
+    """``torchrun ... -m helpers.multinode --report-dir DIR --snapshot PATH [--epochs N]``: one worker
+    of notebook 09 section 3. It reports what torchrun told it, arms the fault the ``FAULT_*``
+    variables ask for (:func:`_arm_fault`), and runs notebook 06's :func:`helpers.ddp.train`, which
+    joins the group through ``env://``. torchelastic's ``record`` writes an exception to the error
+    file the agent reads (``TORCHELASTIC_ERROR_FILE``).
 
-    Runs :func:`report_and_train` under torchelastic's ``record``: an exception is written to the
-    error file the agent reads (``TORCHELASTIC_ERROR_FILE``). Without ``--snapshot``: report only.
-
-    >>> main(["--report-dir", "/tmp"])  # doctest: +SKIP
+    >>> main(["--report-dir", "/tmp", "--snapshot", "/tmp/x.pt"])  # doctest: +SKIP
     """
     from torch.distributed.elastic.multiprocessing.errors import record
 
-    parser = argparse.ArgumentParser(
-        prog="python -m helpers.multinode", description=main.__doc__.splitlines()[0]
-    )
+    from helpers.ddp import train
+
+    parser = argparse.ArgumentParser(prog="python -m helpers.multinode")
     parser.add_argument("--report-dir", required=True, help="each worker writes rankR-pidP.json here")
-    parser.add_argument("--snapshot", help="train helpers.ddp.train with this snapshot file")
+    parser.add_argument("--snapshot", required=True, help="resumed from if it exists")
     parser.add_argument("--epochs", type=int, default=3)
     args = parser.parse_args(argv)
-    record(report_and_train)(args.report_dir, args.snapshot, args.epochs)
+    rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])  # set by torchrun
+    finished = _report(args.report_dir)  # what torchrun told this worker, as a JSON file
+    _arm_fault(args.snapshot)  # does nothing unless FAULT_RANK names this rank
+    record(train)(rank, world_size, args.snapshot, epochs=args.epochs)  # init_process_group: env://
+    finished()
 
 
 # --- reading the results back -------------------------------------------------------------------------
@@ -441,7 +446,7 @@ def main(argv: list[str] | None = None) -> None:
 def read_reports(report_dir: str | os.PathLike) -> list[dict]:
     """Every worker report in ``report_dir``, in the order the workers started; numbers as ints.
 
-    Notebook 09, sections 1-2.
+    Notebook 09, section 3.
 
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as folder:
@@ -461,7 +466,7 @@ def read_reports(report_dir: str | os.PathLike) -> list[dict]:
 
 
 def format_reports(reports: Sequence[dict], columns: Sequence[str] = (*_WORKER_ENV, "pid")) -> str:
-    """A text table with one row per worker report (notebook 09, sections 1-2).
+    """A text table with one row per worker report (notebook 09, section 3).
 
     >>> print(format_reports([{"RANK": 0, "pid": 42}], ["RANK", "pid"]))
     RANK  pid
@@ -479,7 +484,7 @@ def error_reports(log_dir: str | os.PathLike) -> list[dict]:
     """The error files that torchelastic's ``record`` wrote under ``log_dir`` (one per failed
     worker and attempt), each as ``{"path": ..., "message": ..., "traceback": ...}``.
 
-    Notebook 09, section 2.
+    Notebook 09, appendix "No restarts left".
 
     >>> error_reports("/nonexistent")
     []
@@ -501,17 +506,17 @@ def error_reports(log_dir: str | os.PathLike) -> list[dict]:
 
 
 def plot_timeline(reports: Sequence[dict], agents: Sequence[Agent], ax: Axes | None = None) -> Axes:
-    """What each worker did when: started by its agent (rendezvous), joined the group, trained.
+    """What each worker did when: its agent's rendezvous and start, then the worker itself.
 
     One row per worker, in start order, times relative to the first agent's launch; each agent's
     exit is a black tick on its workers' rows. A worker without ``finished`` was stopped (a failure,
     a restart): its hatched bar runs until its agent's next worker started, so it spans the failure
-    and the new rendezvous too. Notebook 09, sections 1-2.
+    and the new rendezvous too. Notebook 09, section 3.
 
     >>> import matplotlib.pyplot as plt
     >>> agent = Agent(["x"], subprocess.Popen(["true"]), Path("x"), launched=0.0, ended=3.0)
     >>> r = {"RANK": 0, "GROUP_RANK": 0, "TORCHELASTIC_RESTART_COUNT": 0, "agent_pid": agent.pid,
-    ...      "started": 1.0, "joined": 1.5, "finished": 2.5}
+    ...      "started": 1.0, "finished": 2.5}
     >>> plot_timeline([r], [agent]).get_xlabel()
     's since the first agent started'
     >>> plt.close("all")
@@ -523,7 +528,7 @@ def plot_timeline(reports: Sequence[dict], agents: Sequence[Agent], ax: Axes | N
     if ax is None:
         _, ax = new_figure("torchrun: what each worker did when", "s since the first agent started")
     origin = min(a.launched for a in agents)
-    colors = {"rendezvous + start": "#bbbbbb", "import + join": "#7570b3", "training": "#1b9e77"}
+    colors = {"agent: rendezvous, start the worker": "#bbbbbb", "worker: import, join, train": "#1b9e77"}
 
     def successor(report: dict) -> dict | None:  # the next worker its agent started
         later = [
@@ -536,17 +541,15 @@ def plot_timeline(reports: Sequence[dict], agents: Sequence[Agent], ax: Axes | N
     labels = []
     for row, report in enumerate(reports):
         agent = next((a for a in agents if a.pid == report.get("agent_pid")), None)
-        spans = {
-            "rendezvous + start": (
-                starts.get(id(report), agent.launched if agent else origin),
-                report["started"],
-            ),
-            "import + join": (report["started"], report["joined"]),
-            "training": (report["joined"], ends[id(report)]),
-        }
-        for name, (start, stop) in spans.items():
-            hatch = "//" if name == "training" and "finished" not in report else None
-            ax.barh(row, stop - start, left=start - origin, color=colors[name], hatch=hatch)
+        waited = starts.get(id(report), agent.launched if agent else origin)
+        ax.barh(row, report["started"] - waited, left=waited - origin, color="#bbbbbb")
+        ax.barh(
+            row,
+            ends[id(report)] - report["started"],
+            left=report["started"] - origin,
+            color="#1b9e77",
+            hatch=None if "finished" in report else "//",
+        )
         if agent and agent.ended is not None:
             ax.plot([agent.ended - origin] * 2, [row - 0.4, row + 0.4], color="black")
         labels.append(
@@ -556,7 +559,7 @@ def plot_timeline(reports: Sequence[dict], agents: Sequence[Agent], ax: Axes | N
     ax.set_yticks(range(len(reports)), labels)
     ax.invert_yaxis()
     legend = [Patch(color=color, label=name) for name, color in colors.items()]
-    legend.append(Patch(facecolor=colors["training"], hatch="//", label="stopped, then a new rendezvous"))
+    legend.append(Patch(facecolor="#1b9e77", hatch="//", label="stopped, then a new rendezvous"))
     ax.legend(handles=legend, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
     return ax
 

@@ -1,4 +1,4 @@
-"""Elastic membership (notebook 09, section 3): a job of 1 to 2 nodes grows when a node joins.
+"""Elastic membership (notebook 09, an appendix): a job of 1 to 2 nodes grows when a node joins.
 
     python scripts/elastic_membership.py [--timeout 240]
 
