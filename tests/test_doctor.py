@@ -24,7 +24,7 @@ import psutil
 import pytest
 import torch
 
-from helpers import doctor
+from helpers import doctor, environment
 from helpers.debugging import sleep_for, wait_for_status
 from helpers.doctor import CHECKS, DoctorError, Finding, check, format_findings, inspect
 from helpers.environment import environment_report
@@ -306,10 +306,10 @@ def test_more_threads_than_usable_cpus_warn():
 
 
 def test_cgroup_quotas_read_as_cpus():
-    assert doctor._cpu_quota("max 100000") is None
-    assert doctor._cpu_quota("150000 100000") == 1.5
-    assert doctor._cpu_quota(quota_us="-1", period_us="100000") is None
-    assert doctor._cpu_quota(quota_us="400000", period_us="100000") == 4.0
+    assert environment._cpu_quota("max 100000") is None
+    assert environment._cpu_quota("150000 100000") == 1.5
+    assert environment._cpu_quota(quota_us="-1", period_us="100000") is None
+    assert environment._cpu_quota(quota_us="400000", period_us="100000") == 4.0
 
 
 # --- CUDA (the CPU answers here; the GPU path where a GPU is lent) --------------------------------
@@ -937,5 +937,5 @@ def test_the_memory_need_defaults_to_workers_times_a_per_worker_figure():
 
 
 def test_cgroup_memory_limits_are_read():
-    assert doctor._memory_limit("max") is None and doctor._memory_limit("1073741824\n") == 1024**3
-    assert doctor._memory_limit("9223372036854771712") is None  # cgroup v1's "no limit"
+    assert environment._memory_limit("max") is None and environment._memory_limit("1073741824\n") == 1024**3
+    assert environment._memory_limit("9223372036854771712") is None  # cgroup v1's "no limit"
