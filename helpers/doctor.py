@@ -34,6 +34,7 @@ import argparse
 import concurrent.futures
 import contextlib
 import dataclasses
+import errno
 import faulthandler
 import json
 import math
@@ -51,7 +52,11 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from helpers.environment import default_start_method
+from helpers.environment import (  # the cgroup readers live with the other facts about this machine
+    _cgroup_memory,
+    _cgroup_quota,
+    default_start_method,
+)
 from helpers.processes import dev_shm_entries, live_children
 
 __all__ = [
@@ -69,9 +74,11 @@ __all__ = [
 ]
 
 STATUSES = ("ok", "warn", "fail", "n/a")
-TORCHRUN_DEFAULT_PORT = 29500  # torchrun's --master-port default
+TORCHRUN_DEFAULT_PORT = 29500  # torchrun's --master-port default (static rendezvous)
+TORCHRUN_RDZV_PORT = 29400  # torchrun's c10d rendezvous port (--rdzv-endpoint host without a port)
 DOCKER_DEFAULT_SHM = 64 * 1024**2  # `docker run` without --shm-size (moby/moby#29492)
 DEFAULT_SHM_NEED = 512 * 1024**2
+DEFAULT_WORKER_MEM = 1024**3  # a rough figure for one torch worker's memory; --mem-need names the real one
 STACK_DUMP_NAME = "helpers-stack-dump"  # the memfd that register_stack_dump() writes stacks into
 
 
@@ -136,9 +143,9 @@ _ABOUT = {
         "pytorch#87016, pytorch#5301; Python docs 'Programming guidelines'",
     ),
     "threads before fork": (
-        "A forked child inherits memory but only the calling thread: a lock held by another "
-        "thread (GNU OpenMP's pool after a parallel region, a kernel's or a Queue's threads) "
-        "stays locked forever in the child, so it can hang (an OpenMP parallel op does).",
+        "A forked child inherits memory but only the calling thread: state that refers to threads "
+        "fork did not copy (GNU OpenMP's pool waits for them at a barrier; a lock another thread held) "
+        "never changes in the child, so it can hang (an OpenMP parallel op does).",
         "Start workers with spawn/forkserver, or call torch.set_num_threads(1) first thing in "
         "each fork child (DataLoader workers do).",
         "04 §2 The CPU twin: OpenMP after fork",
@@ -153,14 +160,16 @@ _ABOUT = {
     ),
     "CUDA initialised": (
         "A fork child of a process that has initialised CUDA cannot use CUDA: 'Cannot "
-        "re-initialize CUDA in forked subprocess'.",
-        "Use spawn or forkserver for CUDA workers; keep CUDA calls out of the parent before it "
-        "forks (and out of imports).",
+        "re-initialize CUDA in forked subprocess'. torch.cuda.is_available() already initialises "
+        "the driver, although torch.cuda.is_initialized() stays False.",
+        "Use spawn or forkserver for CUDA workers; keep CUDA calls, is_available() included, out of "
+        "the parent before it forks (and out of imports), or set PYTORCH_NVML_BASED_CUDA_CHECK=1.",
         "04 §4 Fork versus CUDA",
         "PyTorch docs 'Multiprocessing best practices: CUDA in multiprocessing'",
     ),
     "imports initialise CUDA": (
-        "An import that initialises CUDA poisons every later fork, and it is invisible in your own code.",
+        "An import that initialises CUDA (torch.cuda.is_available() at module level does) poisons "
+        "every later fork, and it is invisible in your own code.",
         "Import that module inside the worker, or start workers with spawn/forkserver.",
         "04 §4 Fork versus CUDA",
         "PyTorch docs 'CUDA in multiprocessing'",
@@ -172,6 +181,15 @@ _ABOUT = {
         "on /dev/shm; or fewer workers / smaller prefetch.",
         "02 §1 share_memory_() moves the storage; 07 §1 What workers buy",
         "pytorch#5040, pytorch#16979; moby/moby#29492 (Docker's 64 MB default)",
+    ),
+    "memory": (
+        "A job that needs more memory than the machine (or its container's cgroup) has left is "
+        "killed by the kernel's OOM killer: a worker's exit code -9 (SIGKILL, 'died with signal 9') "
+        "usually means host memory ran out, not a bug in the worker; dmesg says 'Out of memory'.",
+        "Fewer workers, smaller batches or prefetch_factor, persistent_workers to avoid copies; "
+        "raise the container's limit (docker run --memory, Kubernetes resources.limits.memory).",
+        "08 §2 What the parent sees: exit codes",
+        "pytorch#13246 (DataLoader memory growth); kernel docs cgroup-v2 memory.max",
     ),
     "open files": (
         "Under the file_descriptor sharing strategy every shared tensor in flight holds an open "
@@ -191,8 +209,10 @@ _ABOUT = {
         "pytorch#150532",
     ),
     "master port": (
-        "Rank 0 listens on MASTER_PORT; a port that something else holds fails the launch with "
-        "'Address already in use' (errno 98).",
+        "Rank 0's TCPStore listens on MASTER_PORT on all interfaces (IPv6 and IPv4); a port that "
+        "something else holds on any address fails the launch with 'Address already in use' "
+        "(errno 98). 29500 is the default of torchrun's static rendezvous (several nodes); its c10d "
+        "rendezvous listens on 29400; a single-node torchrun picks a free port itself.",
         "Pick a free port (bind to port 0 and read it back) or stop what holds it.",
         "06 §Appendix: where the rendezvous listens",
         "pytorch#85604",
@@ -208,14 +228,17 @@ _ABOUT = {
     "orphaned workers": (
         "A plain multiprocessing child outlives a parent that was killed (only torch.mp.spawn "
         "children get PR_SET_PDEATHSIG); orphans keep their memory, GPU and shared memory.",
-        "kill the pids shown; give children a parent-death signal or a deadline.",
+        "Check the pids shown (ps -o pid,ppid,pgid,args -p PID), then kill them; give children a "
+        "parent-death signal or a deadline.",
         "08 §3 Zombies, orphans and leftovers",
         "pytorch#14394, pytorch#1085",
     ),
     "stale shared memory": (
-        "torch_* segments in /dev/shm whose creator is gone are never freed: they use RAM until "
-        "deleted or the machine reboots (file_system strategy, killed processes).",
-        "Delete the /dev/shm/torch_<pid>_* files listed (their pid is dead).",
+        "Under the file_system strategy torch_shm_manager unlinks a group's torch_* segments about "
+        "2 s after its last client exits, crashes included. A segment whose creator is gone and "
+        "that no process maps stays (using RAM) only while another process still holds the manager, "
+        "or when the manager itself was killed.",
+        "Delete the /dev/shm/torch_<pid>_* files listed: their creator is dead and nothing maps them.",
         "02 §5 Sharing strategies",
         "PyTorch docs 'Multiprocessing best practices: file_system'",
     ),
@@ -291,54 +314,6 @@ def _check_start_method() -> Finding:
     return _finding("default start method", "ok", measured)
 
 
-def _cpu_quota(
-    cpu_max: str | None = None, quota_us: str | None = None, period_us: str | None = None
-) -> float | None:
-    """CPUs a cgroup quota allows: cgroup v2 ``cpu.max`` text, or v1 quota/period; None = no limit.
-
-    cgroup v2's ``cpu.max`` holds ``"$MAX $PERIOD"`` with ``max`` for no limit; v1 has
-    ``cpu.cfs_quota_us`` (-1 for no limit) and ``cpu.cfs_period_us``. Used by :func:`usable_cpus`.
-
-    >>> _cpu_quota("200000 100000"), _cpu_quota("max 100000")
-    (2.0, None)
-    >>> _cpu_quota(quota_us="50000", period_us="100000")
-    0.5
-    """
-    if cpu_max is not None:
-        quota, _, period = cpu_max.strip().partition(" ")
-        return None if quota == "max" else int(quota) / int(period or 100000)
-    if quota_us is not None and int(quota_us) > 0:
-        return int(quota_us) / int(period_us or 100000)
-    return None
-
-
-def _cgroup_quota() -> float | None:
-    """This process's tightest CPU quota, cgroup v2 (walking up the hierarchy) or v1."""
-    root = Path("/sys/fs/cgroup")
-    limits = []
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/self/cgroup").read_text().splitlines():
-            hierarchy, controllers, path = line.split(":", 2)
-            if hierarchy == "0":  # cgroup v2: every level's cpu.max limits this one
-                here = root / path.lstrip("/")
-                while True:
-                    with contextlib.suppress(OSError, ValueError):
-                        limits.append(_cpu_quota((here / "cpu.max").read_text()))
-                    if here == root:
-                        break
-                    here = here.parent
-            elif "cpu" in controllers.split(","):  # cgroup v1
-                for base in (root / controllers / path.lstrip("/"), root / controllers, root / "cpu"):
-                    with contextlib.suppress(OSError, ValueError):
-                        quota = (base / "cpu.cfs_quota_us").read_text()
-                        limits.append(
-                            _cpu_quota(quota_us=quota, period_us=(base / "cpu.cfs_period_us").read_text())
-                        )
-                        break
-    limits = [limit for limit in limits if limit is not None]
-    return min(limits) if limits else None
-
-
 def usable_cpus() -> int:
     """CPUs this process may really use: its affinity mask, capped by a cgroup CPU quota.
     Used by the doctor's CPU-threads check (notebook 00 section 5) and by
@@ -408,6 +383,23 @@ def _check_shared_memory(path: str, need: int) -> Finding:
     return _finding("shared memory", "ok", measured)
 
 
+def _check_memory(need: int | None, processes: int) -> Finding:
+    """The job's memory need against what is available here, the cgroup's room and swap."""
+    import psutil
+
+    memory, swap, cgroup = psutil.virtual_memory(), psutil.swap_memory(), _cgroup_memory()
+    figure = f" ({processes} x {_size(DEFAULT_WORKER_MEM)} per worker, a rough figure: pass --mem-need)"
+    need, source = (need, "") if need is not None else (processes * DEFAULT_WORKER_MEM, figure)
+    room = memory.available if cgroup is None else min(memory.available, cgroup[0] - cgroup[1])
+    limit = f"{_size(cgroup[1])} used of {_size(cgroup[0])}" if cgroup else "no limit"
+    measured = (
+        f"need {_size(need)}{source}; available {_size(memory.available)} of {_size(memory.total)}; "
+        f"cgroup: {limit}; swap {_size(swap.free)} free of {_size(swap.total)}"
+    )
+    status = "ok" if need <= room else "warn" if need <= room + swap.free else "fail"
+    return _finding("memory", status, measured + ("" if status == "ok" else ": the OOM killer is near"))
+
+
 def _open_file_status(soft: int, strategy: str) -> str:
     """fail below 256 open files, warn below 4096, under file_descriptor; file_system needs no fds."""
     import resource
@@ -473,76 +465,150 @@ def _check_hostname(master_addr: str | None, timeout: float) -> Finding:
 
 
 def _port_holder(port: int) -> str:
-    """Who listens on ``port``, as ``pid NAME`` where psutil may see it."""
+    """Who holds ``port``: ``pid NAME`` of a listener where psutil may see it, else what is there."""
     import psutil
 
     with contextlib.suppress(psutil.Error, OSError):
-        for conn in psutil.net_connections(kind="inet"):
-            if conn.laddr and conn.laddr.port == port and conn.status == psutil.CONN_LISTEN and conn.pid:
-                return f"pid {conn.pid} ({psutil.Process(conn.pid).name()})"
+        conns = [c for c in psutil.net_connections(kind="inet") if c.laddr and c.laddr.port == port]
+        for conn in sorted(conns, key=lambda c: (c.status != psutil.CONN_LISTEN, not c.pid)):
+            if conn.status == psutil.CONN_LISTEN and conn.pid:
+                return f"pid {conn.pid} ({psutil.Process(conn.pid).name()}) on {conn.laddr.ip}"
+            if conn.status != psutil.CONN_LISTEN:
+                return f"a socket bound without listening ({conn.status}, no process)"
     return "a process this user cannot see"
+
+
+def _port_busy(port: int) -> str | None:
+    """Why a TCPStore could not listen on ``port``, or None: bound the way torch binds.
+
+    TCPStore's server binds ``[::]:port``, IPv6 and IPv4 at once, with ``SO_REUSEADDR`` (libuv),
+    and falls back to ``0.0.0.0:port`` without IPv6: so a listener on any address of this host
+    blocks it, and a port left in TIME_WAIT by a closed server does not.
+
+    >>> _port_busy(0) is None
+    True
+    """
+    for family, address in ((socket.AF_INET6, "::"), (socket.AF_INET, "0.0.0.0")):
+        try:
+            with socket.socket(family, socket.SOCK_STREAM) as probe:
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                if family == socket.AF_INET6:
+                    probe.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+                probe.bind((address, port))
+                probe.listen(1)  # a socket bound with SO_REUSEADDR but not listening fails here
+                return None
+        except OSError as error:
+            if error.errno == errno.EADDRINUSE or family == socket.AF_INET:  # else: no IPv6 here
+                return f"{error.strerror}, held by {_port_holder(port)}"
+    return None
 
 
 def _check_master_port(master_port: int | None) -> Finding:
     explicit = master_port is not None or bool(os.environ.get("MASTER_PORT"))
     if master_port is None:
         master_port = int(os.environ.get("MASTER_PORT") or TORCHRUN_DEFAULT_PORT)
-    source = "" if explicit else " (torchrun's default)"
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        try:
-            probe.bind(("127.0.0.1", master_port))
-        except OSError as error:
-            measured = (
-                f"127.0.0.1:{master_port}{source} busy: {error.strerror}, held by {_port_holder(master_port)}"
-            )
-            return _finding("master port", "fail" if explicit else "warn", measured)
-    return _finding("master port", "ok", f"127.0.0.1:{master_port}{source} is free")
+    source = "" if explicit else " (torchrun's static-rendezvous default)"
+    ports = [(master_port, source), (TORCHRUN_RDZV_PORT, " (torchrun's c10d rendezvous default)")]
+    parts, status = [], "ok"
+    for number, (port, why) in enumerate(ports):
+        busy = _port_busy(port)
+        parts.append(f"*:{port}{why} " + (f"busy: {busy}" if busy else "is free"))
+        if busy:
+            status = "fail" if number == 0 and explicit else "warn" if status == "ok" else status
+    return _finding("master port", status, "; ".join(parts) + " (bound as TCPStore binds: IPv6 and IPv4)")
+
+
+def _mine(proc) -> bool:
+    me = os.getuid() if hasattr(os, "getuid") else None
+    return me is None or not proc.info["uids"] or proc.info["uids"].real == me
+
+
+def _mapped_paths(paths: set[str]) -> set[str]:
+    """Those of ``paths`` that a process of this user maps or holds open (/proc/*/maps and fd)."""
+    import psutil
+
+    found: set[str] = set()
+    for proc in psutil.process_iter(["uids"]):
+        if not _mine(proc) or found == paths:
+            continue
+        with contextlib.suppress(OSError):
+            maps = Path(f"/proc/{proc.pid}/maps").read_text()
+            found |= {path for path in paths if path in maps}
+        with contextlib.suppress(OSError):
+            for fd in os.listdir(f"/proc/{proc.pid}/fd"):
+                with contextlib.suppress(OSError):
+                    found |= {os.readlink(f"/proc/{proc.pid}/fd/{fd}").removesuffix(" (deleted)")} & paths
+    return found
 
 
 def _check_stale_shared_memory() -> Finding:
     import psutil
 
-    stale = []
+    gone = set()
     for name in sorted(dev_shm_entries()):
         match = re.match(r"torch_(\d+)_", name)
         if match and not psutil.pid_exists(int(match.group(1))):
-            stale.append(name)
+            gone.add(f"/dev/shm/{name}")
+    stale = sorted(Path(path).name for path in gone - _mapped_paths(gone))
+    used = len(gone) - len(stale)
+    in_use = f" ({used} more whose creator is gone are mapped: in use)" if used else ""
     if not stale:
-        return _finding("stale shared memory", "ok", "no torch_* segment in /dev/shm outlives its process")
+        measured = "no unmapped torch_* segment in /dev/shm outlives its creator" + in_use
+        return _finding("stale shared memory", "ok", measured)
     size = sum(os.stat(f"/dev/shm/{name}").st_size for name in stale if os.path.exists(f"/dev/shm/{name}"))
     listed = ", ".join(stale[:3]) + (f" and {len(stale) - 3} more" if len(stale) > 3 else "")
     return _finding(
-        "stale shared memory", "warn", f"{len(stale)} segment(s), {_size(size)}, creator gone: {listed}"
+        "stale shared memory",
+        "warn",
+        f"{len(stale)} segment(s), {_size(size)}, creator gone and mapped by no process: {listed}{in_use}",
     )
 
 
+_MP_CHILD = ("--multiprocessing-fork", "multiprocessing.spawn", "multiprocessing.forkserver")
+
+
 def _orphans() -> list:
-    """multiprocessing children (spawn/forkserver) of this user whose parent is gone."""
+    """Python processes of this user whose launcher is gone, by parentage and lineage, any start method.
+
+    A worker whose parent died is re-parented to PID 1 (or a subreaper): a spawn/forkserver child
+    (its command line says so) whose parent is now not Python, or any Python process adopted by a
+    PID 1 that is not Python (an init, a shell) while it stays in a process group that is neither
+    its own nor PID 1's: a fork child keeps its launcher's command line, but not its parent. The
+    workers of an orphaned forkserver are its children, so they count too. Where PID 1 is the
+    launcher itself (``docker run image python train.py``), its children are healthy.
+    """
     import psutil
 
-    me = os.getuid() if hasattr(os, "getuid") else None
+    init_is_python = False
+    with contextlib.suppress(psutil.Error):
+        init_is_python = "python" in " ".join(psutil.Process(1).cmdline()).lower()
     found = []
-    for proc in psutil.process_iter(["pid", "ppid", "cmdline", "uids"]):
-        with contextlib.suppress(psutil.Error):
+    for proc in psutil.process_iter(["pid", "ppid", "name", "cmdline", "uids"]):
+        with contextlib.suppress(psutil.Error, OSError):
             cmdline = " ".join(proc.info["cmdline"] or [])
-            if "--multiprocessing-fork" not in cmdline and "multiprocessing.spawn" not in cmdline:
+            if not _mine(proc) or "python" not in (proc.info["name"] + cmdline).lower():
                 continue
-            if me is not None and proc.info["uids"] and proc.info["uids"].real != me:
-                continue
-            ppid = proc.info["ppid"]
-            parent = psutil.Process(ppid) if ppid > 1 else None
-            if parent is None or "python" not in " ".join(parent.cmdline()).lower():
+            ppid, group = proc.info["ppid"], os.getpgid(proc.pid)
+            mp_child = any(marker in cmdline for marker in _MP_CHILD)
+            if ppid == 1 and not init_is_python and (mp_child or group not in (0, 1, proc.pid)):
                 found.append(proc)
+            elif mp_child and ppid > 1 and "python" not in " ".join(psutil.Process(ppid).cmdline()).lower():
+                found.append(proc)
+    for server in [p for p in found if "multiprocessing.forkserver" in " ".join(p.info["cmdline"] or [])]:
+        with contextlib.suppress(psutil.Error):  # an orphaned forkserver's workers are orphans too
+            found += [child for child in server.children() if child.pid not in {p.pid for p in found}]
     return found
 
 
 def _check_orphans() -> Finding:
     orphans = _orphans()
     if not orphans:
-        return _finding("orphaned workers", "ok", "no multiprocessing child of this user has lost its parent")
-    listed = ", ".join(f"pid {p.pid}" for p in orphans[:5])
+        return _finding("orphaned workers", "ok", "no Python worker of this user has lost its launcher")
+    listed = ", ".join(f"pid {p.pid}" for p in orphans[:8]) + (" ..." if len(orphans) > 8 else "")
     return _finding(
-        "orphaned workers", "warn", f"{len(orphans)} orphaned multiprocessing child(ren): {listed}"
+        "orphaned workers",
+        "warn",
+        f"{len(orphans)} Python process(es) adopted after their launcher died: {listed}",
     )
 
 
@@ -604,22 +670,49 @@ def _threads_by_library(pid: int, settle: float = 1.0) -> dict[str, int]:
 
 
 _OPENMP_LIBRARIES = ("libgomp", "libiomp", "libomp")
+# Native thread pools, by a part of their library's file name (wheels rename them: libgomp-a34b3233.so.1).
+_THREAD_POOLS = {"libgomp": "GNU OpenMP", "libomp": "LLVM OpenMP", "libiomp": "Intel OpenMP",
+                 "openblas": "OpenBLAS", "libmkl": "MKL"}  # fmt: skip
+
+
+def _thread_pools(maps: dict[tuple[int, int], str]) -> list[str]:
+    """The native thread pools a process has loaded, as ``"GNU OpenMP (libgomp)"``, from its mappings.
+
+    >>> _thread_pools({(0, 1): "/x/libgomp-a34b3233.so.1", (1, 2): "/y/libscipy_openblas64_-32a4b2a6.so"})
+    ['GNU OpenMP (libgomp)', 'OpenBLAS (libscipy_openblas64_)']
+    """
+    found = {}
+    for path in maps.values():
+        name = Path(path).name
+        for part, pool in _THREAD_POOLS.items():
+            if part in name.lower():
+                found.setdefault(pool, re.split(r"-[0-9a-f]{6,}|\.so", name)[0])
+    return [f"{pool} ({library})" for pool, library in found.items()]
 
 
 def _check_threads(pid: int | None) -> Finding:
     target = pid or os.getpid()
     try:
         total = len(os.listdir(f"/proc/{target}/task"))
-    except OSError:
+        Path(f"/proc/{target}/syscall").read_text()
+    except OSError as error:
         import psutil
 
         total = psutil.Process(target).num_threads()
+        measured = (
+            f"{total} thread(s); cannot read /proc/{target}/task/*/syscall ({error.strerror}: "
+            "ptrace not permitted: another user's process, or Yama ptrace_scope >= 1): waits unknown"
+        )
+        return _finding("threads before fork", "n/a", measured)
     libraries = _threads_by_library(target)
     openmp = sum(n for lib, n in libraries.items() if lib.startswith(_OPENMP_LIBRARIES))
     python_threads = threading.active_count() if pid is None else None
     measured = f"{total} thread(s), {openmp} waiting in an OpenMP library"
     if python_threads is not None:
         measured += f", {python_threads} Python thread(s)"
+    pools = _thread_pools(_mappings(target))
+    measured += "; native thread pools loaded: " + (", ".join(pools) or "none")
+    measured += " (waits are seen in GNU OpenMP only: the others wait inside libc)" if pools else ""
     risky = openmp > 0 or (python_threads or 1) > 1
     return _finding("threads before fork", "warn" if risky else "ok", measured)
 
@@ -649,7 +742,7 @@ def _cuda_driver_open(pid: int) -> bool | None:
 def _check_cuda(pid: int | None) -> Finding:
     import torch
 
-    if torch.version.cuda is None and pid is None:
+    if torch.version.cuda is None and getattr(torch.version, "hip", None) is None and pid is None:
         return _finding(
             "CUDA initialised", "ok", "no: this torch is a CPU build (CUDA cannot be initialised)"
         )
@@ -723,10 +816,17 @@ def _check_kernel(pid: int | None) -> Finding:
 # --- Targets and imports: always in a fresh interpreter, with a deadline ---------------------------
 
 _PROBE = """
-import importlib, json, pickle, sys, time
+import importlib, json, multiprocessing, os, pickle, sys, time
+from multiprocessing.process import BaseProcess
 sys.path[:0] = {path!r}
 started = time.perf_counter()
-info = {{}}
+info = {{"started": 0}}
+multiprocessing.set_start_method({method!r}, force=True)  # as in a spawn child: set before the import
+start = BaseProcess.start
+def counted(self):
+    info["started"] += 1
+    start(self)
+BaseProcess.start = counted  # every multiprocessing/torch.multiprocessing process, DataLoader workers too
 try:
     module = importlib.import_module({module!r})
 except ModuleNotFoundError as error:
@@ -749,6 +849,8 @@ else:
             info["pickle_error"] = f"{{type(error).__name__}}: {{error}}"
 torch = sys.modules.get("torch")
 info["cuda_initialised"] = bool(torch is not None and torch.cuda.is_initialized())
+fds = os.listdir("/proc/self/fd") if os.path.isdir("/proc/self/fd") else []  # is_available() opens it:
+info["cuda_driver"] = any(os.path.realpath("/proc/self/fd/" + fd) == "/dev/nvidia-uvm" for fd in fds)
 print("DOCTOR-PROBE " + json.dumps(info))
 """
 
@@ -759,7 +861,8 @@ def _probe(module: str, attribute: str, timeout: float) -> dict:
     The interpreter runs in a session of its own; whatever the import started (an unguarded
     script's workers) is killed with it, when it is done or when ``timeout`` passes.
     """
-    code = _PROBE.format(path=[p for p in sys.path if p], module=module, attribute=attribute)
+    method = mp.get_all_start_methods()[0]
+    code = _PROBE.format(path=[p for p in sys.path if p], module=module, attribute=attribute, method=method)
     session = hasattr(os, "killpg")
     probe = subprocess.Popen(
         [sys.executable, "-c", code],
@@ -806,6 +909,15 @@ def _check_target(target: str | Callable, timeout: float) -> Finding:
             check_importable(target, "spawn")
         except NotImportableError as error:
             return _finding("target importable", "fail", str(error).split(". Fix:")[0])
+        if target.__module__ == "__main__":  # check_importable passed: a script run as a file or with -m
+            main = sys.modules["__main__"]
+            where = getattr(main, "__file__", None) or main.__spec__.name
+            measured = (
+                f"{target.__qualname__} is defined in the script {where}, which a spawn child imports again"
+            )
+            return _finding(
+                "target importable", "ok", measured + " as __mp_main__ (keep its work under the guard)"
+            )
         target = f"{target.__module__}:{target.__qualname__}"
     module, attribute = _parse_target(target)
     if module == "__main__":
@@ -826,11 +938,24 @@ def _check_target(target: str | Callable, timeout: float) -> Finding:
             "fail",
             f"importing {module} took over {timeout:.0f} s (work at import time?)",
         )
+    if "context has already been set" in info.get("import_error", ""):
+        measured = (
+            f"importing {module} calls set_start_method(), which fails in a spawn or forkserver child "
+            "(its start method is set before it imports): call it under if __name__ == '__main__':"
+        )
+        return _finding("target importable", "fail", measured)
     if "import_error" in info or "missing" in info:
         error = info.get("import_error") or f"No module named {info['missing']!r}"
         return _finding(
             "target importable", "fail", f"importing {module} in a fresh interpreter failed: {error}"
         )
+    if info["started"]:
+        measured = (
+            f"importing {module} started {info['started']} process(es): the import ran the job (a "
+            "DataLoader with workers, a Pool or mp.spawn at top level?), and every spawn child that "
+            "imports it runs it again; move that code under if __name__ == '__main__':"
+        )
+        return _finding("target importable", "fail", measured)
     qualname = info["qualname"]
     if "<lambda>" in qualname or "<locals>" in qualname:
         problem = "a lambda" if "<lambda>" in qualname else "a nested function"
@@ -841,7 +966,7 @@ def _check_target(target: str | Callable, timeout: float) -> Finding:
         return _finding("target importable", "fail", f"{target} does not pickle: {info['pickle_error']}")
     if not info["callable"]:
         return _finding("target importable", "fail", f"{target} is not callable")
-    cuda = "; importing it initialises CUDA" if info["cuda_initialised"] else ""
+    cuda = "; importing it initialises CUDA" if info["cuda_initialised"] or info["cuda_driver"] else ""
     measured = f"{target} imports in a fresh interpreter in {info['import_s']} s and pickles by name{cuda}"
     return _finding("target importable", "warn" if cuda else "ok", measured)
 
@@ -849,7 +974,9 @@ def _check_target(target: str | Callable, timeout: float) -> Finding:
 def _which_imports_initialise_cuda(modules: Sequence[str], timeout: float = 60.0) -> list[str]:
     """The modules among ``modules`` whose import initialises CUDA, each imported in a fresh interpreter.
 
-    Such an import poisons every later fork that touches CUDA. A CPU build of torch never
+    Such an import poisons every later fork that touches CUDA. It counts when torch says so
+    (``torch.cuda.is_initialized()``) and when the import opened the CUDA driver without it
+    (``torch.cuda.is_available()`` does). A CPU build of torch never
     initialises CUDA, so the answer there is ``[]``. Raises :class:`DoctorError` for a module
     that cannot be imported. Notebook 04 §4 (fork versus CUDA) teaches why it matters.
 
@@ -862,7 +989,7 @@ def _which_imports_initialise_cuda(modules: Sequence[str], timeout: float = 60.0
         if "timed_out" in info or "missing" in info or "import_error" in info:
             reason = info.get("import_error") or info.get("missing") or f"over {timeout:.0f} s"
             raise DoctorError(f"cannot import {module!r} in a fresh interpreter: {reason}")
-        if info["cuda_initialised"]:
+        if info["cuda_initialised"] or info.get("cuda_driver"):  # is_available() opens the driver only
             found.append(module)
     return found
 
@@ -892,6 +1019,7 @@ def check(
     processes: int = 1,
     shm_path: str = "/dev/shm",
     shm_need: int = DEFAULT_SHM_NEED,
+    mem_need: int | None = None,
     master_addr: str | None = None,
     master_port: int | None = None,
     imports: Sequence[str] = (),
@@ -907,9 +1035,10 @@ def check(
       inside the job's script or kernel), or at process ``pid`` from outside; with
       ``this_process=False`` and no ``pid`` (a fresh command line) they report ``n/a``.
     - ``processes``: how many workers the job starts (for oversubscription); ``shm_path`` and
-      ``shm_need`` (bytes): where shared memory lives and how much the job needs;
+      ``shm_need`` (bytes): where shared memory lives and how much the job needs; ``mem_need``
+      (bytes): the job's memory (default: ``processes`` x ``DEFAULT_WORKER_MEM``);
       ``master_addr``/``master_port``: the rendezvous (default: MASTER_ADDR/MASTER_PORT, else
-      torchrun's port 29500); ``imports``: modules to test for CUDA initialisation on import.
+      torchrun's ports 29500 and 29400); ``imports``: modules to test for CUDA initialisation on import.
     - ``only``: names from :data:`CHECKS` to run (default: all that apply).
 
     Raises :class:`DoctorError` for a malformed or unimportable target. Notebook 00 (your
@@ -937,6 +1066,7 @@ def check(
         "CPU threads": lambda: _check_cpu_threads(processes, outside=pid is not None),
         "CUDA initialised": lambda: _check_cuda(pid) if per_process else _not_here("CUDA initialised"),
         "shared memory": lambda: _check_shared_memory(shm_path, shm_need),
+        "memory": lambda: _check_memory(mem_need, processes),
         "open files": lambda: _check_open_files(pid),
         "hostname": lambda: _check_hostname(master_addr, timeout=min(timeout, 5.0)),
         "master port": lambda: _check_master_port(master_port),
@@ -1241,10 +1371,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=DEFAULT_SHM_NEED,
         help="shared memory the job needs, e.g. 2G (default 512M)",
     )
+    parser.add_argument(
+        "--mem-need", type=_bytes, help="memory the whole job needs, e.g. 8G (default: nprocs x 1G)"
+    )
     parser.add_argument("--shm-path", default="/dev/shm", help="where shared memory lives (default /dev/shm)")
     parser.add_argument("--master-addr", help="the rendezvous host (default: $MASTER_ADDR)")
     parser.add_argument(
-        "--master-port", type=int, help="the rendezvous port (default: $MASTER_PORT, else 29500)"
+        "--master-port", type=int, help="the rendezvous port (default: $MASTER_PORT, else 29500; 29400 too)"
     )
     parser.add_argument(
         "--imports", default="", help="comma-separated modules: does importing them initialise CUDA?"
@@ -1270,6 +1403,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             processes=args.nprocs,
             shm_path=args.shm_path,
             shm_need=args.shm_need,
+            mem_need=args.mem_need,
             master_addr=args.master_addr,
             master_port=args.master_port,
             imports=[m for m in args.imports.split(",") if m.strip()],

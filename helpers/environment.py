@@ -13,6 +13,7 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing as mp
 import os
@@ -20,6 +21,7 @@ import platform
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 __all__ = ["default_start_method", "environment_report", "format_report", "cuda_report"]
 
@@ -48,6 +50,94 @@ def default_start_method() -> str:
     True
     """
     return mp.get_start_method(allow_none=True) or mp.get_all_start_methods()[0]
+
+
+# --- cgroup limits (the doctor's CPU-threads and memory checks): a container's real CPUs and memory ---
+
+
+def _cpu_quota(
+    cpu_max: str | None = None, quota_us: str | None = None, period_us: str | None = None
+) -> float | None:
+    """CPUs a cgroup quota allows: cgroup v2 ``cpu.max`` text, or v1 quota/period; None = no limit.
+
+    cgroup v2's ``cpu.max`` holds ``"$MAX $PERIOD"`` with ``max`` for no limit; v1 has
+    ``cpu.cfs_quota_us`` (-1 for no limit) and ``cpu.cfs_period_us``. Used by ``helpers.doctor.usable_cpus``.
+
+    >>> _cpu_quota("200000 100000"), _cpu_quota("max 100000")
+    (2.0, None)
+    >>> _cpu_quota(quota_us="50000", period_us="100000")
+    0.5
+    """
+    if cpu_max is not None:
+        quota, _, period = cpu_max.strip().partition(" ")
+        return None if quota == "max" else int(quota) / int(period or 100000)
+    if quota_us is not None and int(quota_us) > 0:
+        return int(quota_us) / int(period_us or 100000)
+    return None
+
+
+def _cgroup_quota() -> float | None:
+    """This process's tightest CPU quota, cgroup v2 (walking up the hierarchy) or v1."""
+    root = Path("/sys/fs/cgroup")
+    limits = []
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            hierarchy, controllers, path = line.split(":", 2)
+            if hierarchy == "0":  # cgroup v2: every level's cpu.max limits this one
+                here = root / path.lstrip("/")
+                while True:
+                    with contextlib.suppress(OSError, ValueError):
+                        limits.append(_cpu_quota((here / "cpu.max").read_text()))
+                    if here == root:
+                        break
+                    here = here.parent
+            elif "cpu" in controllers.split(","):  # cgroup v1
+                for base in (root / controllers / path.lstrip("/"), root / controllers, root / "cpu"):
+                    with contextlib.suppress(OSError, ValueError):
+                        quota = (base / "cpu.cfs_quota_us").read_text()
+                        limits.append(
+                            _cpu_quota(quota_us=quota, period_us=(base / "cpu.cfs_period_us").read_text())
+                        )
+                        break
+    limits = [limit for limit in limits if limit is not None]
+    return min(limits) if limits else None
+
+
+def _memory_limit(text: str) -> int | None:
+    """A cgroup memory limit in bytes (v2 ``memory.max``, v1 ``memory.limit_in_bytes``); None for none.
+
+    >>> _memory_limit("max"), _memory_limit("2147483648"), _memory_limit("9223372036854771712")
+    (None, 2147483648, None)
+    """
+    text = text.strip()
+    return int(text) if text.isdigit() and int(text) < 2**62 else None  # v1 writes ~2**63 for "none"
+
+
+def _cgroup_memory() -> tuple[int, int] | None:
+    """(limit, usage) of this process's tightest cgroup memory limit, v2 or v1; None without one."""
+    root, found = Path("/sys/fs/cgroup"), []
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            hierarchy, controllers, path = line.split(":", 2)
+            if hierarchy == "0":  # cgroup v2: every level's memory.max limits this one
+                here = root / path.lstrip("/")
+                bases, files = (
+                    [here, *(p for p in here.parents if p.is_relative_to(root))],
+                    ("max", "current"),
+                )
+            elif "memory" in controllers.split(","):  # cgroup v1 (inside a container: its root)
+                bases, files = (
+                    [root / "memory" / path.lstrip("/"), root / "memory"],
+                    ("limit_in_bytes", "usage_in_bytes"),
+                )
+            else:
+                continue
+            for base in bases:
+                with contextlib.suppress(OSError, ValueError):
+                    limit = _memory_limit((base / f"memory.{files[0]}").read_text())
+                    if limit is not None:
+                        found.append((limit, int((base / f"memory.{files[1]}").read_text())))
+    return min(found, key=lambda pair: pair[0] - pair[1]) if found else None
 
 
 def cuda_report(timeout: float = 60.0) -> dict:

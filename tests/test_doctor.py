@@ -7,9 +7,11 @@ on itself, so this test process stays as it was.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing as mp
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -22,7 +24,7 @@ import psutil
 import pytest
 import torch
 
-from helpers import doctor
+from helpers import doctor, environment
 from helpers.debugging import sleep_for, wait_for_status
 from helpers.doctor import CHECKS, DoctorError, Finding, check, format_findings, inspect
 from helpers.environment import environment_report
@@ -30,6 +32,7 @@ from helpers.launch import launch
 from helpers.processes import kill_tree, run_python_script
 from tests import workers
 
+ROOT = Path(__file__).resolve().parent.parent
 LINUX = sys.platform.startswith("linux")
 linux_only = pytest.mark.skipif(not LINUX, reason="reads /proc (Linux only)")
 
@@ -177,11 +180,15 @@ def test_a_lambda_and_a_nested_function_fail():
     assert one("target importable", target=nested).status == "fail"
 
 
-def test_a_function_defined_in_main_fails():
-    setup = "def worker(rank):\n    return rank\n"
-    finding = check_in_fresh_interpreter(setup, 'check(target=worker, only=["target importable"])')
-    assert finding["target importable"]["status"] == "fail"
-    assert "__main__" in finding["target importable"]["measured"]
+def test_a_function_defined_in_a_main_without_a_file_fails():
+    # python -c, like a notebook, has a __main__ that a spawn child cannot import (a script has one:
+    # test_a_function_in_a_guarded_scripts_main_passes_like_launch).
+    code = (
+        "from helpers.doctor import check\ndef worker(rank):\n    return rank\n"
+        "(f,) = check(target=worker, only=['target importable'])\nprint(f.status, f.measured)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.stdout.startswith("fail") and "__main__" in done.stdout, done.stdout + done.stderr
     assert one("target importable", target="__main__:worker").status == "fail"
 
 
@@ -299,10 +306,10 @@ def test_more_threads_than_usable_cpus_warn():
 
 
 def test_cgroup_quotas_read_as_cpus():
-    assert doctor._cpu_quota("max 100000") is None
-    assert doctor._cpu_quota("150000 100000") == 1.5
-    assert doctor._cpu_quota(quota_us="-1", period_us="100000") is None
-    assert doctor._cpu_quota(quota_us="400000", period_us="100000") == 4.0
+    assert environment._cpu_quota("max 100000") is None
+    assert environment._cpu_quota("150000 100000") == 1.5
+    assert environment._cpu_quota(quota_us="-1", period_us="100000") is None
+    assert environment._cpu_quota(quota_us="400000", period_us="100000") == 4.0
 
 
 # --- CUDA (the CPU answers here; the GPU path where a GPU is lent) --------------------------------
@@ -443,8 +450,8 @@ def test_a_free_port_passes_and_a_port_held_busy_fails():
     with socket.create_server(("127.0.0.1", 0)) as server:
         port = server.getsockname()[1]
         busy = one("master port", master_port=port)
-        assert busy.status == "fail" and f"127.0.0.1:{port}" in busy.measured
-        assert f"pid {os.getpid()}" in busy.measured or "cannot see" in busy.measured
+        assert busy.status == "fail" and f"*:{port} busy" in busy.measured
+        assert f"pid {os.getpid()} (python) on 127.0.0.1" in busy.measured or "cannot see" in busy.measured
     assert one("master port", master_port=port).status == "ok"
 
 
@@ -651,3 +658,284 @@ def test_the_cli_inspects_a_whole_tree_and_checks_a_pid_as_json():
         kill_tree(parent.pid)
         parent.wait()
         parent.stdout.close()
+
+
+# --- Reproductions of the issue "the doctor: no false ok" (each failed with the doctor before it) -------
+
+
+def test_a_target_whose_import_iterates_a_dataloader_with_workers_fails(module_dir):
+    (module_dir / "doctor_loader_target.py").write_text(
+        "from torch.utils.data import DataLoader\n"
+        "def work(rank):\n    return rank\n"
+        "for batch in DataLoader(list(range(8)), batch_size=2, num_workers=2):  # no __main__ guard\n"
+        "    pass\n"
+    )
+    finding = one("target importable", target="doctor_loader_target:work")
+    assert finding.status == "fail", finding
+    assert "started 2 process(es)" in finding.measured and "the import ran the job" in finding.measured
+
+
+def test_a_target_that_sets_the_start_method_at_import_fails(module_dir):
+    (module_dir / "doctor_method_target.py").write_text(
+        "import torch.multiprocessing as mp\nmp.set_start_method('spawn')\ndef work(rank):\n    return rank\n"
+    )
+    finding = one("target importable", target="doctor_method_target:work")
+    assert finding.status == "fail", finding
+    assert "set_start_method" in finding.measured
+
+
+_GUARDED = """\
+import sys
+sys.path.insert(0, {root!r})
+from helpers.doctor import check
+from helpers.launch import launch
+
+def worker(rank):
+    return rank + 30
+
+if __name__ == "__main__":
+    (finding,) = check(target=worker, only=["target importable"])
+    print("STATUS", finding.status, launch(worker, nprocs=1, method="spawn"), flush=True)
+"""
+
+
+def test_a_function_in_a_guarded_scripts_main_passes_like_launch(tmp_path):
+    script = tmp_path / "guarded_script.py"
+    script.write_text(_GUARDED.format(root=str(ROOT)))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert "STATUS ok [30]" in done.stdout, done.stdout + done.stderr
+
+
+def _held_port_status(server: socket.socket) -> Finding:
+    return one("master port", master_port=server.getsockname()[1])
+
+
+@pytest.mark.skipif(not socket.has_ipv6, reason="no IPv6 here")
+def test_a_port_held_on_ipv6_loopback_only_is_not_free():
+    try:
+        server = socket.create_server(("::1", 0), family=socket.AF_INET6)
+    except OSError as error:
+        pytest.skip(f"cannot listen on ::1 here: {error}")
+    with server:
+        assert _held_port_status(server).status == "fail"
+
+
+def test_a_port_held_on_a_non_loopback_address_is_not_free():
+    import psutil as ps
+
+    addresses = [
+        a.address
+        for nics in ps.net_if_addrs().values()
+        for a in nics
+        if a.family == socket.AF_INET and not a.address.startswith("127.")
+    ]
+    if not addresses:
+        pytest.skip("this machine has no non-loopback IPv4 address")
+    with socket.create_server((addresses[0], 0)) as server:
+        finding = _held_port_status(server)
+        assert finding.status == "fail", finding
+
+
+@linux_only
+def test_a_port_a_tcpstore_holds_is_not_free():
+    from torch.distributed import TCPStore
+
+    store = TCPStore("127.0.0.1", 0, 1, True, wait_for_workers=False)
+    finding = one("master port", master_port=store.port)
+    assert finding.status == "fail", finding
+    del store
+
+
+@linux_only
+def test_a_port_in_time_wait_that_torch_can_bind_is_free():
+    from torch.distributed import TCPStore
+
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        client = socket.create_connection(("127.0.0.1", port))
+        conn, _ = server.accept()
+        conn.close()  # the server side closes first: its end of the connection waits in TIME_WAIT
+        client.recv(1)
+        client.close()
+    finding = one("master port", master_port=port)
+    assert finding.status == "ok", finding
+    assert "cannot see" not in finding.measured
+    store = TCPStore("127.0.0.1", port, 1, True, wait_for_workers=False)  # torch agrees: it binds
+    del store
+
+
+def test_torchruns_rendezvous_port_is_checked_too(monkeypatch):
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        monkeypatch.setattr(doctor, "TORCHRUN_RDZV_PORT", server.getsockname()[1])
+        finding = one("master port", master_port=0)
+        assert finding.status == "warn" and f":{server.getsockname()[1]}" in finding.measured
+
+
+def _orphan_of(code: str) -> psutil.Process:
+    """Run ``code`` (it prints a child's pid and dies); return the child once it outlives its parent."""
+    parent = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
+    orphan = psutil.Process(int(parent.stdout.readline()))
+    parent.wait(30)
+    parent.stdout.close()
+    return orphan
+
+
+_FORK_ORPHAN = (
+    "import multiprocessing as mp, os, time\n"
+    "child = mp.get_context('fork').Process(target=time.sleep, args=(60,)); child.start()\n"
+    "print(child.pid, flush=True); os._exit(0)\n"
+)
+_FORKSERVER_ORPHAN = (
+    "import multiprocessing as mp, os, time\n"
+    "if __name__ == '__main__':\n"
+    "    child = mp.get_context('forkserver').Process(target=time.sleep, args=(60,)); child.start()\n"
+    "    print(child.pid, flush=True); os._exit(0)\n"
+)
+
+
+@linux_only
+@pytest.mark.parametrize("code", [_FORK_ORPHAN, _FORKSERVER_ORPHAN], ids=["fork", "forkserver"])
+def test_fork_and_forkserver_children_whose_launcher_died_are_orphans(code):
+    orphan = _orphan_of(code)
+    left = [orphan]
+    if "forkserver" in code:  # the forkserver outlives the launcher too (it is the worker's parent)
+        left.append(orphan.parent())
+    try:
+        deadline = time.monotonic() + 30
+        while orphan.ppid() != 1 and "forkserver" not in code and time.monotonic() < deadline:
+            time.sleep(0.1)
+        finding = one("orphaned workers")
+        assert finding.status == "warn" and f"pid {orphan.pid}" in finding.measured, finding
+    finally:
+        for process in left:
+            with contextlib.suppress(psutil.Error):
+                process.kill()
+        psutil.wait_procs(left, timeout=10)
+
+
+_PID1_LAUNCHER = """\
+import multiprocessing as mp, os, sys, time
+sys.path.insert(0, {root!r})
+from helpers.doctor import check
+if __name__ == "__main__":
+    child = mp.get_context("spawn").Process(target=time.sleep, args=(60,)); child.start()
+    time.sleep(3)
+    (finding,) = check(only=["orphaned workers"])
+    print("PID", os.getpid(), "STATUS", finding.status, finding.measured, flush=True)
+    child.kill()
+"""
+
+
+@linux_only
+def test_healthy_workers_of_a_launcher_that_is_pid_1_are_not_orphans(tmp_path):
+    if os.geteuid() != 0 or subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "true"]).returncode:
+        pytest.skip("needs unshare --pid (root) to run a launcher as PID 1, as in a container")
+    script = tmp_path / "launcher.py"
+    script.write_text(_PID1_LAUNCHER.format(root=str(ROOT)))
+    done = subprocess.run(
+        ["unshare", "--pid", "--fork", "--mount-proc", sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert "PID 1 STATUS ok" in done.stdout, done.stdout + done.stderr
+
+
+@linux_only
+def test_a_segment_a_live_process_still_maps_is_not_stale():
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    segment = Path(f"/dev/shm/torch_{gone.pid}_doctor_mapped_0")
+    segment.write_bytes(b"\0" * 4096)
+    code = f"import mmap, time\nf = open({str(segment)!r}, 'r+b')\nm = mmap.mmap(f.fileno(), 0)\nf.close()\n"
+    child = subprocess.Popen(
+        [sys.executable, "-c", code + "print('ready', flush=True)\ntime.sleep(30)"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        finding = one("stale shared memory")
+        assert segment.name not in finding.measured, finding
+        assert "never freed" not in finding.why and "torch_shm_manager" in finding.why
+    finally:
+        stop(child)
+        segment.unlink()
+
+
+@linux_only
+def test_threads_of_a_process_whose_proc_entries_cannot_be_read_are_n_a():
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        pytest.skip("needs root and setpriv to read a process as another user")
+    code = "import torch, time; print('ready', flush=True); time.sleep(30)"
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        done = doctor_cli(
+            "--pid",
+            str(child.pid),
+            "--only",
+            "threads before fork",
+            "--json",
+            shell_prefix="cd / && PYTHONPATH="
+            + str(ROOT)
+            + " setpriv --reuid 65534 --regid 65534 --clear-groups ",
+        )
+        (finding,) = json.loads(done.stdout or "[{}]")
+        assert finding.get("status") == "n/a", done.stdout + done.stderr
+        assert "ptrace" in finding["measured"]
+    finally:
+        stop(child)
+
+
+@linux_only
+def test_native_thread_pools_are_named_by_library():
+    setup = OPENMP_THREADS + "import numpy\nnumpy.ones((300, 300)) @ numpy.ones((300, 300))\n"
+    measured = check_in_fresh_interpreter(setup, 'check(only=["threads before fork"])')[
+        "threads before fork"
+    ]["measured"]
+    assert "OpenBLAS" in measured, measured
+    if environment_report(probe_cuda=False)["openmp_runtime"] == "GNU libgomp":
+        assert "GNU OpenMP" in measured, measured
+
+
+def test_an_import_that_opens_the_cuda_driver_counts_as_initialising_cuda(monkeypatch):
+    # torch.cuda.is_available() opens the driver (cuInit) and poisons later forks while
+    # torch.cuda.is_initialized() stays False: the probe's driver flag must count.
+    assert doctor._probe("json", "", 60)["cuda_driver"] is False  # no GPU touched: no driver open
+    monkeypatch.setattr(
+        doctor, "_probe", lambda *a: {"import_s": 0.1, "cuda_initialised": False, "cuda_driver": True}
+    )
+    assert doctor._which_imports_initialise_cuda(["calls_is_available"]) == ["calls_is_available"]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU: run where one is lent")
+def test_an_import_that_calls_is_available_is_named_on_a_gpu(module_dir):
+    (module_dir / "doctor_is_available.py").write_text(
+        "import torch\nDEVICE = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+    )
+    assert doctor._which_imports_initialise_cuda(["doctor_is_available"]) == ["doctor_is_available"]
+
+
+def test_a_memory_need_within_what_is_available_passes():
+    finding = one("memory", mem_need=1024**2)
+    assert finding.status == "ok", finding
+    assert "available" in finding.measured and "swap" in finding.measured
+
+
+def test_a_memory_need_beyond_memory_and_swap_fails_and_explains_sigkill():
+    finding = one("memory", mem_need=1024**5)
+    assert finding.status == "fail", finding
+    assert "-9" in finding.why and "OOM" in finding.why
+
+
+def test_the_memory_need_defaults_to_workers_times_a_per_worker_figure():
+    finding = one("memory", processes=3)
+    assert f"3 x {doctor._size(doctor.DEFAULT_WORKER_MEM)}" in finding.measured, finding
+
+
+def test_cgroup_memory_limits_are_read():
+    assert environment._memory_limit("max") is None and environment._memory_limit("1073741824\n") == 1024**3
+    assert environment._memory_limit("9223372036854771712") is None  # cgroup v1's "no limit"
