@@ -34,7 +34,6 @@ import socket
 import tempfile
 import time
 from datetime import timedelta
-from typing import TYPE_CHECKING
 
 import psutil
 import torch
@@ -46,9 +45,6 @@ from torch.utils.data import DataLoader, TensorDataset
 from torch.utils.data.distributed import DistributedSampler
 
 from helpers.digits import load_digits_split, make_model
-
-if TYPE_CHECKING:
-    from multiprocessing.queues import SimpleQueue
 
 __all__ = [
     "EPOCHS",
@@ -63,7 +59,6 @@ __all__ = [
     "minimal_train",
     "train",
     "train_single",
-    "accumulate_with_no_sync",
     "fail_on_rank",
     "join_group",
     "max_param_difference",
@@ -244,33 +239,6 @@ def train_single(batch_size: int, epochs: int = EPOCHS) -> dict[str, torch.Tenso
             F.cross_entropy(model(inputs), labels).backward()
             optimizer.step()
     return model.state_dict()
-
-
-def accumulate_with_no_sync(
-    rank: int, world_size: int, port: int, micro_batches: int, results: SimpleQueue
-) -> None:
-    """Accumulate a gradient over ``micro_batches`` with ``no_sync``: one all-reduce, at the last.
-    Each rank puts ``(rank, gradient of its 128 samples)`` on ``results`` (notebook 06, appendix on no_sync).
-
-    >>> accumulate_with_no_sync(0, 1, free_port(), 4, results := mp.get_context("spawn").SimpleQueue())
-    >>> results.get()[1].shape  # a world of one, in this process
-    (2410,)
-    """
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size)
-    try:
-        x, y, _, _ = load_digits_split()
-        model = DDP(make_model(seed=SEED))
-        chunks = torch.arange(128 * rank, 128 * (rank + 1)).chunk(micro_batches)
-        for index in chunks[:-1]:
-            with model.no_sync():  # forward *and* backward inside: gradients add up locally
-                (F.cross_entropy(model(x[index]), y[index]) / micro_batches).backward()
-        last = chunks[-1]
-        (F.cross_entropy(model(x[last]), y[last]) / micro_batches).backward()  # one all-reduce, of the sum
-        gradient = torch.cat([p.grad.flatten() for p in model.parameters()])
-        results.put((rank, gradient.numpy()))  # NumPy: plain bytes, readable after this rank exits
-    finally:
-        model = None  # as in train: free DDP before the group it uses is destroyed
-        dist.destroy_process_group()
 
 
 def fail_on_rank(rank: int, world_size: int, port: int, failing_rank: int) -> None:

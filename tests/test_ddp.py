@@ -1,5 +1,5 @@
 """helpers.ddp and helpers.torchrun: the training function of notebook 06 under mp.spawn and torchrun,
-its snapshot and resume, the equivalence proof, no_sync, failures; and minimal_train.
+its snapshot and resume, the equivalence proof, failures; and minimal_train.
 
 Each launch of ranks costs seconds (every rank imports torch), so one module-scoped run of ``train``
 (what the notebook runs) serves several assertions, and the ranks come from a forkserver that has
@@ -14,11 +14,9 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
 import torch.multiprocessing as mp
-import torch.nn.functional as F
 
 from helpers import ddp
 from helpers.digits import load_digits_split, make_model
@@ -199,18 +197,6 @@ def test_no_ddp_model_outlives_train(tmp_path):
     finally:
         gc.enable()
     assert alive == 0
-
-
-def test_no_sync_accumulation_gives_the_gradient_of_the_whole_batch():
-    results = mp.get_context(START_METHOD).SimpleQueue()
-    _launch(ddp.accumulate_with_no_sync, (2, ddp.free_port(), 4, results), nprocs=2)
-    gradients = dict(results.get() for _ in range(2))
-    np.testing.assert_array_equal(gradients[0], gradients[1])  # all-reduced: the same on both ranks
-    x, y, _, _ = load_digits_split()
-    model = make_model(seed=ddp.SEED)
-    F.cross_entropy(model(x[:256]), y[:256]).backward()  # both ranks' 256 samples, one batch
-    whole = torch.cat([p.grad.flatten() for p in model.parameters()]).numpy()
-    assert np.abs(gradients[0] - whole).max() < 1e-6
 
 
 def test_minimal_train_saves_what_train_ends_with(notebook_run, tmp_path):
