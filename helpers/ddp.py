@@ -1,11 +1,12 @@
 """DistributedDataParallel on a laptop CPU (gloo) or on GPUs (nccl): the rank-side code of notebook 06.
 
 Every function here runs in a rank (spawn children and torchrun's workers import it by module and
-name), and notebook 06 displays each one before it starts it. :func:`train` is the whole pattern in
-one function: process group, DDP model, ``DistributedSampler``, the loop, a snapshot every epoch
-that a restarted run resumes from (notebook 09), ``destroy_process_group`` in ``finally``. The
-training is small on purpose: an MLP on scikit-learn's bundled digits, a few epochs, so two ranks
-finish in well under a second of compute on two cores.
+name), and notebook 06 displays each one before it starts it. :func:`minimal_train` is the pattern
+at its smallest: process group, DDP model, ``DistributedSampler``, the loop, rank 0 saving the
+weights, ``destroy_process_group`` in ``finally``. :func:`train` adds what a real run needs: nccl
+on GPUs, a snapshot every epoch that a restarted run resumes from (notebook 09), and ``env://``
+under torchrun. The training is small on purpose: an MLP on scikit-learn's bundled digits, a few
+epochs, so two ranks finish in well under a second of compute on two cores.
 
 Run it as a script (the GPU machines have no Jupyter)::
 
@@ -28,13 +29,11 @@ Example (a world of one rank, in this process)::
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import socket
 import tempfile
 import time
 from datetime import timedelta
-from typing import TYPE_CHECKING
 
 import psutil
 import torch
@@ -47,9 +46,6 @@ from torch.utils.data.distributed import DistributedSampler
 
 from helpers.digits import load_digits_split, make_model
 
-if TYPE_CHECKING:
-    from multiprocessing.queues import SimpleQueue
-
 __all__ = [
     "EPOCHS",
     "BATCH_SIZE",
@@ -60,10 +56,9 @@ __all__ = [
     "port_in_use",
     "listening_addresses",
     "rank_device",
+    "minimal_train",
     "train",
     "train_single",
-    "collectives",
-    "accumulate_with_no_sync",
     "fail_on_rank",
     "join_group",
     "max_param_difference",
@@ -109,7 +104,7 @@ def port_in_use(port: int) -> bool:
 def listening_addresses(pid: int | None = None) -> list[str]:
     """``"ip:port"`` of every listening TCP socket of process ``pid`` (default: this one).
 
-    Notebook 06's appendix reads where a rendezvous store listens with it.
+    Notebook 06's appendix "where the rendezvous listens" reads where a store listens with it.
 
     >>> with socket.create_server(("127.0.0.1", 0)) as s:
     ...     f"127.0.0.1:{s.getsockname()[1]}" in listening_addresses()
@@ -128,7 +123,7 @@ def rank_device(rank: int, world_size: int) -> torch.device:
 
     Under torchrun, ``LOCAL_RANK`` and ``LOCAL_WORLD_SIZE`` count this node's ranks (two nodes of
     4 GPUs run 8 ranks, 4 per node); under ``mp.spawn`` on one machine they are the rank and the
-    world size. Notebook 06 §9 prints it; ``train`` uses it.
+    world size. Notebook 06 §5; ``train`` uses it.
 
     >>> rank_device(0, 10_000)  # no machine has a GPU for each of 10,000 ranks
     device(type='cpu')
@@ -138,33 +133,66 @@ def rank_device(rank: int, world_size: int) -> torch.device:
     return torch.device(f"cuda:{local_rank}" if torch.cuda.device_count() >= ranks_here else "cpu")
 
 
+def minimal_train(rank: int, world_size: int, port: int, path: str) -> None:
+    """One DDP rank at its smallest (notebook 06 §1-3); rank 0 saves the trained weights to ``path``.
+
+    >>> import os, tempfile
+    >>> threads = torch.get_num_threads()  # minimal_train sets one thread
+    >>> with tempfile.TemporaryDirectory() as folder:  # a world of one rank, in this process
+    ...     minimal_train(0, 1, free_port(), os.path.join(folder, "model.pt"))
+    ...     sorted(torch.load(os.path.join(folder, "model.pt"), weights_only=True))[:2]
+    ['0.bias', '0.weight']
+    >>> torch.set_num_threads(threads)
+    """
+    torch.set_num_threads(1)  # the ranks share the cores
+    dist.init_process_group(
+        "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size, timeout=TIMEOUT
+    )
+    try:
+        x, y, _, _ = load_digits_split()
+        model = DDP(make_model(seed=SEED))  # DDP copies rank 0's weights to every rank
+        optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+        sampler = DistributedSampler(TensorDataset(x, y), world_size, rank, seed=SEED)
+        loader = DataLoader(TensorDataset(x, y), batch_size=BATCH_SIZE, sampler=sampler)
+        for epoch in range(EPOCHS):
+            sampler.set_epoch(epoch)  # a new shuffle every epoch, the same on every rank
+            for inputs, labels in loader:
+                optimizer.zero_grad()
+                F.cross_entropy(model(inputs), labels).backward()  # averages the gradients of all ranks
+                optimizer.step()
+        if rank == 0:
+            torch.save(model.module.state_dict(), path)  # .module: the model inside the DDP wrapper
+    finally:
+        dist.destroy_process_group()
+
+
 def train(rank: int, world_size: int, snapshot: str, port: int | None = None, epochs: int = EPOCHS) -> None:
-    """One DDP rank (notebook 06 §1-7, 09 §1): rank 0 snapshots every epoch, a rerun resumes from it.
+    """:func:`minimal_train` plus what a real run needs (notebook 06 §5, notebook 09 §3): a GPU per rank
+    and nccl, a snapshot every epoch that a rerun resumes from, and ``env://`` under torchrun
+    (``port=None``).
 
     >>> train(0, 1, "never-written.pt", port=free_port(), epochs=0)  # a world of one, no epoch: no file
     """
-    device = rank_device(rank, world_size)
+    device = rank_device(rank, world_size)  # its own GPU (nccl) or the CPU (gloo)
     cuda = device.type == "cuda"
     if cuda:
         torch.cuda.set_device(device)
     else:
         torch.set_num_threads(1)  # the ranks share the cores
-    backend = "nccl" if cuda else "gloo"
-    init = f"tcp://127.0.0.1:{port}" if port else "env://"  # env://: the address torchrun set
     dist.init_process_group(
-        backend,
-        init_method=init,
+        "nccl" if cuda else "gloo",
+        init_method=f"tcp://127.0.0.1:{port}" if port else "env://",  # env://: the address torchrun set
         rank=rank,
         world_size=world_size,
         timeout=TIMEOUT,
-        device_id=device if cuda else None,
+        device_id=device if cuda else None,  # nccl: the group's GPU, known from the start
     )
     try:
         x, y, _, _ = load_digits_split()
         model = make_model(seed=SEED).to(device)
         optimizer = torch.optim.SGD(model.parameters(), lr=LR)
         first_epoch = 0
-        if os.path.exists(snapshot):  # a restarted run continues where the last snapshot ended
+        if os.path.exists(snapshot):  # a restarted run continues after the last saved epoch
             state = torch.load(snapshot, map_location=device, weights_only=True)
             model.load_state_dict(state["model"])
             optimizer.load_state_dict(state["optimizer"])
@@ -173,19 +201,18 @@ def train(rank: int, world_size: int, snapshot: str, port: int | None = None, ep
         sampler = DistributedSampler(TensorDataset(x, y), world_size, rank, seed=SEED)
         loader = DataLoader(TensorDataset(x, y), batch_size=BATCH_SIZE, sampler=sampler)
         for epoch in range(first_epoch, epochs):
-            sampler.set_epoch(epoch)  # a new shuffle every epoch, the same on every rank
+            sampler.set_epoch(epoch)
             for inputs, labels in loader:
                 optimizer.zero_grad()
-                F.cross_entropy(model(inputs.to(device)), labels.to(device)).backward()  # averages grads
+                F.cross_entropy(model(inputs.to(device)), labels.to(device)).backward()
                 optimizer.step()
             if rank == 0:  # write, then rename: a kill mid-write never leaves a torn snapshot
                 state = dict(model=model.module.state_dict(), optimizer=optimizer.state_dict(), epoch=epoch)
                 torch.save(state, snapshot + ".tmp")
                 os.replace(snapshot + ".tmp", snapshot)
             dist.barrier()  # nobody starts the next epoch before the snapshot is complete
-    finally:  # DDP holds the group in a reference cycle: free it now, not while the interpreter exits
-        model = None
-        gc.collect()
+    finally:
+        model = None  # free DDP here, before the group it uses is destroyed
         dist.destroy_process_group()
 
 
@@ -194,7 +221,7 @@ def train_single(batch_size: int, epochs: int = EPOCHS) -> dict[str, torch.Tenso
 
     Same data, model, seed and sampler order as :func:`train` (a ``DistributedSampler`` with one
     replica shuffles exactly like the group's), so with ``batch_size = world_size * BATCH_SIZE``
-    it ends with the weights DDP ends with (notebook 06, section 3).
+    it ends with the weights DDP ends with (notebook 06 §3).
 
     >>> state = train_single(batch_size=64, epochs=1)
     >>> sorted(state)[:2]
@@ -214,64 +241,11 @@ def train_single(batch_size: int, epochs: int = EPOCHS) -> dict[str, torch.Tenso
     return model.state_dict()
 
 
-def collectives(rank: int, world_size: int, port: int, results: SimpleQueue) -> None:
-    """The four basic collectives on gloo; each rank puts ``(rank, what it ended with)`` on ``results``.
-
-    ``results``: a queue of the launching context (notebook 06, section 2).
-
-    >>> results = mp.get_context("spawn").SimpleQueue()
-    >>> collectives(0, 1, free_port(), results)  # a world of one, in this process
-    >>> results.get()
-    (0, {'all_reduce': 1.0, 'broadcast': 42.0, 'all_gather': [0.0]})
-    """
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size)
-    try:
-        total = torch.tensor([rank + 1.0])
-        dist.all_reduce(total)  # sum over the ranks, the result on every rank
-        value = torch.tensor([42.0 if rank == 0 else -1.0])
-        dist.broadcast(value, src=0)  # rank 0's value everywhere
-        gathered = [torch.zeros(1) for _ in range(world_size)]
-        dist.all_gather(gathered, torch.tensor([10.0 * rank]))  # everyone's value, everywhere
-        dist.barrier()  # nobody passes before everybody has arrived
-        results.put((rank, {"all_reduce": total.item(), "broadcast": value.item(),
-                            "all_gather": [t.item() for t in gathered]}))  # fmt: skip
-    finally:
-        dist.destroy_process_group()
-
-
-def accumulate_with_no_sync(
-    rank: int, world_size: int, port: int, micro_batches: int, results: SimpleQueue
-) -> None:
-    """Accumulate a gradient over ``micro_batches`` with ``no_sync``: one all-reduce, at the last.
-    Each rank puts ``(rank, gradient of its 128 samples)`` on ``results`` (notebook 06, section 4).
-
-    >>> accumulate_with_no_sync(0, 1, free_port(), 4, results := mp.get_context("spawn").SimpleQueue())
-    >>> results.get()[1].shape  # a world of one, in this process
-    (2410,)
-    """
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size)
-    try:
-        x, y, _, _ = load_digits_split()
-        model = DDP(make_model(seed=SEED))
-        chunks = torch.arange(128 * rank, 128 * (rank + 1)).chunk(micro_batches)
-        for index in chunks[:-1]:
-            with model.no_sync():  # forward *and* backward inside: gradients add up locally
-                (F.cross_entropy(model(x[index]), y[index]) / micro_batches).backward()
-        last = chunks[-1]
-        (F.cross_entropy(model(x[last]), y[last]) / micro_batches).backward()  # one all-reduce, of the sum
-        gradient = torch.cat([p.grad.flatten() for p in model.parameters()])
-        results.put((rank, gradient.numpy()))  # NumPy: plain bytes, readable after this rank exits
-    finally:
-        model = None  # as in train: no DDP left holding the group when it is destroyed
-        gc.collect()
-        dist.destroy_process_group()
-
-
 def fail_on_rank(rank: int, world_size: int, port: int, failing_rank: int) -> None:
     """``failing_rank`` raises before it joins the group; the others wait for it at the rendezvous.
 
     They would wait until the group's timeout (60 s here); ``mp.spawn`` sees the exception first,
-    terminates them and re-raises it in the parent (notebook 06, section 5).
+    terminates them and re-raises it in the parent (notebook 06 §4).
 
     >>> fail_on_rank(0, 1, free_port(), failing_rank=0)
     Traceback (most recent call last):
@@ -293,7 +267,7 @@ def fail_on_rank(rank: int, world_size: int, port: int, failing_rank: int) -> No
 
 def join_group(rank: int, world_size: int, port: int, timeout: float) -> None:
     """Join the group and leave it; started with fewer than ``world_size`` processes it fails after
-    ``timeout`` seconds instead of waiting forever (notebook 06, section 5).
+    ``timeout`` seconds instead of waiting forever (notebook 06 §4).
 
     >>> join_group(0, 1, free_port(), timeout=10)  # the whole group: joins and leaves at once
     """
@@ -319,7 +293,7 @@ _WORLD_SIZE_RUNS: dict[int, dict] = {}
 
 
 def explore_world_size(world_size: int = 2) -> dict:
-    """Widget callback of notebook 06: :func:`train` on ``world_size`` ranks (1 to 3) with ``mp.spawn``.
+    """Widget callback of notebook 06 §3: :func:`minimal_train` on 1 to 3 ranks with ``mp.spawn``.
 
     Prints and returns a summary (steps per rank and epoch, wall seconds of the launch, the largest
     difference to one process with batch ``world_size * BATCH_SIZE``) and plots every world size
@@ -337,11 +311,11 @@ def explore_world_size(world_size: int = 2) -> dict:
         raise ValueError(f"world_size must be 1, 2 or 3 on this demo, got {world_size}")
     if world_size not in _WORLD_SIZE_RUNS:
         with tempfile.TemporaryDirectory(prefix="tmp-ddp-") as folder:
-            snapshot = os.path.join(folder, "snapshot.pt")
+            path = os.path.join(folder, "model.pt")
             start = time.perf_counter()
-            mp.spawn(train, args=(world_size, snapshot, free_port()), nprocs=world_size)
+            mp.spawn(minimal_train, args=(world_size, free_port(), path), nprocs=world_size)
             wall = time.perf_counter() - start
-            state = torch.load(snapshot, weights_only=True)["model"]
+            state = torch.load(path, weights_only=True)
         _WORLD_SIZE_RUNS[world_size] = {
             "world_size": world_size,
             "steps_per_rank_and_epoch": N_TRAIN // (world_size * BATCH_SIZE),
@@ -349,7 +323,7 @@ def explore_world_size(world_size: int = 2) -> dict:
             "difference": float(f"{max_param_difference(state, train_single(world_size * BATCH_SIZE)):.1e}"),
         }
     runs = [_WORLD_SIZE_RUNS[w] for w in sorted(_WORLD_SIZE_RUNS)]
-    fig, (left, right) = new_figure("train() on 1 to 3 ranks (mp.spawn)", ncols=2)
+    fig, (left, right) = new_figure("minimal_train() on 1 to 3 ranks (mp.spawn)", ncols=2)
     labels = [f"{r['world_size']} rank(s)" for r in runs]
     bar_chart(left, labels, [r["wall_seconds"] for r in runs], colors=["#4c72b0"] * len(runs))
     left.set(title="launch wall time, start-up included", ylabel="seconds")
@@ -362,7 +336,7 @@ def explore_world_size(world_size: int = 2) -> dict:
 
 def main(argv: list[str] | None = None) -> None:
     """``python -m helpers.ddp --snapshot PATH``: :func:`train` under torchrun, or ``mp.spawn`` it.
-    ``python -m helpers.ddp`` is what torchrun runs in notebook 06 section 7 and notebook 09 section 1b.
+    ``python -m helpers.ddp`` is what torchrun runs in notebook 06's appendix on snapshots.
 
     Under torchrun (``RANK`` and ``WORLD_SIZE`` in the environment) this process is one rank and
     rendezvous through ``env://``. Without torchrun, ``--nprocs N`` starts N ranks with

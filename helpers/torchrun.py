@@ -1,4 +1,4 @@
-"""Run a script or module under ``torchrun`` from a notebook or a test, bounded (notebook 06).
+"""Run a script or module under ``torchrun`` from a notebook or a test, bounded (notebooks 06 and 09).
 
 ``torchrun`` starts an agent (``torch.distributed.elastic``) that starts one process per rank and
 tells each its rank in the environment (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR``,
@@ -29,7 +29,7 @@ def torchrun_command(nproc: int, *script: str) -> list[str]:
 
     ``python -m torch.distributed.run`` is what the ``torchrun`` executable runs; ``--standalone``
     is one node with a rendezvous on a free local port. ``script``: a path or ``-m module``, then
-    its arguments (notebook 06, section 6).
+    its arguments (notebook 06's appendix on snapshots, notebook 09).
 
     >>> torchrun_command(1, "train.py")[-2:]
     ['--nproc-per-node=1', 'train.py']
@@ -50,7 +50,7 @@ def run_torchrun(
     command: Sequence[str], timeout: float = 120.0, cwd: str | None = None
 ) -> subprocess.CompletedProcess:
     """Run ``command`` (from :func:`torchrun_command`) with its output captured, bounded by ``timeout``.
-    Notebook 06 section 7 runs the training function under torchrun with it.
+    Notebook 06's appendix on snapshots restarts the training function under torchrun with it.
 
     Returns the ``CompletedProcess`` (``returncode``, ``stdout`` with stderr merged in). Past the
     timeout the agent and all its workers are killed and ``subprocess.TimeoutExpired`` is raised.

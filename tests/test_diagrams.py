@@ -35,7 +35,6 @@ DIAGRAM_TYPES = (
 # listed here that already passes fails the test, so the set cannot go stale).
 NOT_YET_DRAWN = {
     "05_hogwild.ipynb",
-    "06_ddp_mp_spawn.ipynb",
     "07_dataloader_workers.ipynb",
     "08_debugging_and_pitfalls.ipynb",
 }

@@ -55,7 +55,6 @@ PATTERN_PATH = re.compile(r"\.\./patterns/(\d\d)_\w+\.py")
 # stale).
 NOT_YET_PATTERNED = {
     "05_hogwild.ipynb",
-    "06_ddp_mp_spawn.ipynb",
     "07_dataloader_workers.ipynb",
     "08_debugging_and_pitfalls.ipynb",
 }

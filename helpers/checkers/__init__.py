@@ -34,7 +34,7 @@ from helpers.checkers.ex02_shared_tensor import check_ex02
 from helpers.checkers.ex03_queues import check_ex03
 from helpers.checkers.ex04_fork_safe import check_ex04
 from helpers.checkers.ex05_hogwild import check_ex05, regression_batch
-from helpers.checkers.ex06_distributed_sampler import check_ex06
+from helpers.checkers.ex06_ddp_train import check_ex06
 from helpers.checkers.ex07_iterable_sharding import check_ex07
 from helpers.checkers.ex08_exit_codes import check_ex08
 from helpers.checkers.ex09_node_roles import check_ex09

@@ -1,0 +1,110 @@
+"""Exercise 06 (notebook 06): a DDP ``train`` launched with ``mp.spawn``, checked in real ranks."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from types import ModuleType
+
+from helpers.checkers.core import (
+    FORK,
+    CheckResult,
+    _checked,
+    _error_line,
+    _in_child,
+    _raise_if_stub_error,
+    _Report,
+)
+
+__all__ = ["check_ex06"]
+
+
+def _single_process(mod: ModuleType, batch_size: int, replicas: int = 1, set_epoch: bool = True,
+                    shuffle: bool = True) -> dict:  # fmt: skip
+    """Train ``mod``'s model in this process on rank 0's share of ``replicas``; return the weights."""
+    import torch
+    from torch.utils.data import DataLoader, DistributedSampler
+
+    data, model = mod.make_data(), mod.make_model()
+    sampler = DistributedSampler(data, replicas, 0, shuffle=shuffle, seed=mod.SEED)
+    for epoch in range(mod.EPOCHS):
+        if set_epoch:
+            sampler.set_epoch(epoch)
+        for x, y in DataLoader(data, batch_size=batch_size, sampler=sampler):
+            model.zero_grad()
+            torch.nn.functional.mse_loss(model(x), y).backward()
+            with torch.no_grad():  # plain SGD, what torch.optim.SGD(lr=LR) does (without importing it)
+                for p in model.parameters():
+                    p.add_(p.grad, alpha=-mod.LR)
+    return model.state_dict()
+
+
+def _difference(a: dict, b: dict) -> float:
+    return max((a[k] - b[k]).abs().max().item() for k in a)
+
+
+def check_ex06(module: str = "exercises.ex06_ddp_train", timeout: float = 180.0) -> CheckResult:
+    """Check exercise 06: ``launch(2, path)`` trains in 2 real ranks and rank 0's weights equal one
+    process trained with batches twice as large.
+
+    Notebook 06, its closing programming exercise. Each run starts 2 spawn ranks (seconds).
+
+    >>> check_ex06("solutions.ex06_ddp_train").passed  # doctest: +SKIP
+    True
+    """
+
+    def body(mod: ModuleType, report: _Report) -> None:
+        import torch
+
+        world, batch = 2, mod.BATCH_SIZE
+        with tempfile.TemporaryDirectory(prefix="tmp-ex06-") as folder:
+            path = os.path.join(folder, "model.pt")
+            outcome = _in_child(module, "launch", (world, path), method=FORK, timeout=timeout)
+            if outcome.status == "raised":
+                _raise_if_stub_error(outcome.error)
+                report.fail(f"launch(2, path) failed: {_error_line(outcome.error)}")
+                return
+            if outcome.status != "ok":
+                report.fail(
+                    f"launch(2, path) did not finish within {timeout:.0f} s ({outcome.status}): does every "
+                    "rank join with the same port and world_size, and does init_process_group have a timeout?"
+                )
+                return
+            if not os.path.exists(path):
+                report.fail(
+                    "nothing was saved to path: on rank 0, torch.save(model.module.state_dict(), path)"
+                )
+                return
+            state = torch.load(path, weights_only=True)
+        if any(key.startswith("module.") for key in state):
+            report.fail(
+                "the saved keys start with 'module.': save model.module.state_dict(), the model inside DDP, "
+                "so that a plain model can load it"
+            )
+            return
+        report.ok("launch(2, path) ran 2 ranks and rank 0 saved the weights")
+        if _difference(state, _single_process(mod, world * batch)) < 1e-5:
+            report.ok(f"the weights equal one process trained with batch {world * batch}: DDP averaged the "
+                      "gradients of both ranks' shares, epoch after epoch")  # fmt: skip
+        elif _difference(state, _single_process(mod, world * batch, set_epoch=False)) < 1e-5:
+            report.fail(
+                "every epoch read the same order: call sampler.set_epoch(epoch) at the start of each epoch"
+            )
+        elif _difference(state, _single_process(mod, batch, replicas=world)) < 1e-5:
+            report.fail(
+                "rank 0 trained alone on its share: wrap the model in DistributedDataParallel, which "
+                "averages the gradients of all ranks in backward()"
+            )
+        elif _difference(state, _single_process(mod, batch, shuffle=False)) < 1e-5:
+            report.fail(
+                "every rank read the whole dataset: give the DataLoader a DistributedSampler(data, "
+                "world_size, rank, seed=SEED) so that each rank reads its own share"
+            )
+        else:
+            report.fail(
+                f"the weights differ from one process trained with batch {world * batch}: use "
+                "DistributedSampler(data, world_size, rank, seed=SEED), batch_size=BATCH_SIZE, "
+                "set_epoch(epoch), SGD with lr=LR, mse_loss, and wrap make_model() in DDP"
+            )
+
+    return _checked("ex06", module, ("train", "launch"), body)
