@@ -39,7 +39,6 @@ NOT_YET_DRAWN = {
     "02_shared_tensors.ipynb",
     "03_queues_and_pipes.ipynb",
     "04_fork_and_cuda.ipynb",
-    "05_hogwild.ipynb",
     "06_ddp_mp_spawn.ipynb",
     "07_dataloader_workers.ipynb",
     "08_debugging_and_pitfalls.ipynb",

@@ -22,7 +22,6 @@ HEADER = re.compile(r"\*\*Reading time:\*\* about (\d+) min")
 # here that already passes fails the test, so the set cannot go stale).
 NOT_YET_SHORT = {
     "02_shared_tensors.ipynb",
-    "05_hogwild.ipynb",
     "06_ddp_mp_spawn.ipynb",
     "07_dataloader_workers.ipynb",
     "08_debugging_and_pitfalls.ipynb",
