@@ -5,8 +5,9 @@ the parent calls ``model.share_memory()`` and starts one process per worker; eac
 thread count, seeds itself with ``seed + rank``, builds its *own* optimizer over the shared
 parameters and runs SGD. Every ``optimizer.step()`` writes straight into the shared storage, with
 no lock. :func:`train_worker` is that worker, shown in full in notebook 05; :func:`_timed_worker`
-wraps it for the measurements, and ``python -m helpers.hogwild`` measures the speed-up over the
-best single process (median of interleaved runs, with the load average).
+wraps it for the measurements, and ``python -m helpers.hogwild`` measures Hogwild beside the
+machine's ceiling (two processes with a model each) and the 1- and 2-thread single process
+(medians of interleaved runs, with the load average).
 
 Data and model: :mod:`helpers.digits` (the digits; an MLP 64-256-256-10).
 
@@ -27,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import time
 from typing import TYPE_CHECKING
 
@@ -51,8 +51,6 @@ __all__ = [
     "train_worker",
     "warm_up_optimizer",
     "add_ones",
-    "run_hogwild",
-    "run_single",
     "measure_speedup",
     "explore",
     "main",
@@ -87,7 +85,7 @@ def warm_up_optimizer() -> None:
     """Build one throwaway optimizer here, once: torch.optim's first use imports ``torch._dynamo``
     (about 800 modules, seconds on a busy 2-core machine). Fork children then inherit the import,
     and a timed worker keeps it out of its timing.
-    Notebook 05 setup calls it (its footnote explains why).
+    Notebook 05's setup calls it; the comment there says so.
 
     >>> warm_up_optimizer()
     >>> import sys; "torch._dynamo" in sys.modules
@@ -149,22 +147,25 @@ def _steps(epochs: float, nprocs: int) -> int:
     return max(1, round(epochs * N_TRAIN / BATCH_SIZE / nprocs))
 
 
-def run_hogwild(
+def _run_hogwild(
     nprocs: int,
     epochs: float,
     method: str = FAST_METHOD,
     threads: int = 1,
     seed: int = 0,
     timeout: float = 120.0,
+    own_models: bool = False,
 ) -> dict:
     """Measure one Hogwild run: :func:`_timed_worker` in ``nprocs`` processes, ``epochs`` passes in all.
 
     Returns ``{"label", "nprocs", "wall", "steady", "accuracy"}``: ``wall`` from the first
     ``start()`` to the last join (start-up included), ``steady`` samples per second while the
-    workers trained (timed inside them), ``accuracy`` of the shared model on the test set. Used by
-    notebook 05's comparison and ``python -m helpers.hogwild``.
+    workers trained (timed inside them), ``accuracy`` of the shared model on the test set. With
+    ``own_models=True`` each worker trains a model of its own instead (nothing shared between
+    workers: the machine's ceiling for ``nprocs`` processes; ``accuracy`` is None). Used by
+    :func:`measure_speedup` (notebook 05 section 4) and the widget.
 
-    >>> run = run_hogwild(nprocs=2, epochs=1)
+    >>> run = _run_hogwild(nprocs=2, epochs=1)
     >>> run["nprocs"], 0.0 < run["accuracy"] <= 1.0
     (2, True)
     """
@@ -175,11 +176,14 @@ def run_hogwild(
     x, y, x_test, y_test = load_digits_split()
     warm_up_optimizer()
     model = make_model(seed, HIDDEN).share_memory()
+    models = [make_model(seed, HIDDEN) for _ in range(nprocs)] if own_models else [model] * nprocs
     ctx = mp.get_context(method)
     results = ctx.Queue()
     steps = _steps(epochs, nprocs)
-    args = (model, x, y, steps, seed, threads)
-    procs = [ctx.Process(target=_timed_worker, args=(rank, results, *args)) for rank in range(nprocs)]
+    procs = [
+        ctx.Process(target=_timed_worker, args=(rank, results, models[rank], x, y, steps, seed, threads))
+        for rank in range(nprocs)
+    ]
     start = time.monotonic()
     with running(procs, timeout=timeout):
         times = [results.get(timeout=timeout) for _ in procs]  # get first, then join (notebook 03)
@@ -187,41 +191,51 @@ def run_hogwild(
     if any(p.exitcode != 0 for p in procs):
         raise RuntimeError(f"Hogwild workers failed: exit codes {[p.exitcode for p in procs]}")
     trained = max(end for _, _, end in times) - min(begin for _, begin, _ in times)
-    label = f"{nprocs} proc x {threads} thr {method}"
+    label = f"{nprocs} proc x {threads} thr {method}" + (", own models" if own_models else "")
     steady = nprocs * steps * BATCH_SIZE / trained
     return {
         "label": label,
         "nprocs": nprocs,
         "wall": wall,
         "steady": steady,
-        "accuracy": accuracy(model, x_test, y_test),
+        "accuracy": None if own_models else accuracy(model, x_test, y_test),
     }
 
 
-def run_single(epochs: float, threads: int = 1, seed: int = 0) -> dict:
+def _run_single(epochs: float, threads: int = 1, seed: int = 0, budget: float | None = None) -> dict:
     """The baseline: :func:`train_worker` in *this* process (no start-up), ``threads`` threads.
-    Notebook 05 section 4, the single-process baseline.
+    Notebook 05 section 4, the single-process baselines.
 
-    Same result keys as :func:`run_hogwild` (``wall`` equals the training time here). This
-    process's thread count and random state are restored afterwards.
+    Same result keys as :func:`_run_hogwild` (``wall`` equals the training time here). With
+    ``budget`` (seconds) it trains in tenths of the run and stops after the first tenth that ends
+    past the budget; ``steady`` counts the samples it did. On a loaded machine 2 threads can be 100
+    times slower than 1, and the budget keeps such a run short. This process's thread count and
+    random state are restored afterwards.
 
-    >>> run_single(epochs=1)["nprocs"]
+    >>> _run_single(epochs=1)["nprocs"]
     1
+    >>> _run_single(epochs=100, budget=0.0)["wall"] < 5  # one tenth of 100 epochs, then it stops
+    True
     """
     x, y, x_test, y_test = load_digits_split()
     warm_up_optimizer()
     model = make_model(seed, HIDDEN)
     steps = _steps(epochs, 1)
+    chunk = steps if budget is None else max(1, steps // 10)
+    done = 0
     before = torch.get_num_threads()
     with torch.random.fork_rng(devices=[]):
         start = time.monotonic()
         try:
-            train_worker(0, model, x, y, steps, seed, threads)
+            while done < steps and (budget is None or done == 0 or time.monotonic() - start < budget):
+                now = min(chunk, steps - done)
+                train_worker(0, model, x, y, now, seed + done, threads)  # a new seed: other batches
+                done += now
         finally:
             torch.set_num_threads(before)
         wall = time.monotonic() - start
     label = f"1 proc x {threads} thr"
-    steady = steps * BATCH_SIZE / wall
+    steady = done * BATCH_SIZE / wall
     return {
         "label": label,
         "nprocs": 1,
@@ -232,53 +246,53 @@ def run_single(epochs: float, threads: int = 1, seed: int = 0) -> dict:
 
 
 def measure_speedup(
-    epochs: float = 150, repeats: int = 5, method: str = FAST_METHOD, nprocs: int = 2
+    epochs: float = 150, repeats: int = 5, method: str = FAST_METHOD, nprocs: int = 2, budget: float = 5.0
 ) -> dict:
-    """Hogwild with ``nprocs`` workers against the best single process: medians of interleaved runs.
-    ``python -m helpers.hogwild`` runs it (notebook 05 section 4 and its exercise 4).
+    """Hogwild beside the machine's ceiling and two single-process baselines: medians of
+    ``repeats`` interleaved rounds (a change in the machine's load hits every run alike).
+    Notebook 05 section 4 calls it; ``python -m helpers.hogwild`` runs it.
 
-    First a short probe picks the faster single process (1 or 2 threads); then ``repeats`` rounds,
-    each one single run and one Hogwild run, interleaved so that a change in the machine's load
-    hits both. Returns the medians, the speed-ups (steady state and wall) and the load average
-    before and after, and prints them. ``python -m helpers.hogwild`` runs it.
+    Each round runs, ``epochs`` passes over the training set each: one process with 1 thread and
+    with 2 threads (:func:`_run_single`, each stopped after ``budget`` seconds), Hogwild (``nprocs``
+    workers, one shared model) and ``nprocs`` processes with a model each (nothing shared: the
+    ceiling). Prints steady-state samples/s, each against the 1-thread process, the load average
+    before and after, and the wall times of the 1-thread process and Hogwild (start-up included).
+    Returns ``{"runs": {name: median run}, "load_before", "load_after"}`` with the names
+    ``"1 thread"``, ``"2 threads"``, ``"hogwild"`` and ``"own models"``.
 
     >>> result = measure_speedup(epochs=1, repeats=1)  # doctest: +ELLIPSIS
     load average ...
-    >>> sorted(result)[:3]
-    ['accuracy_hogwild', 'accuracy_single', 'best_threads']
+    >>> sorted(result["runs"])
+    ['1 thread', '2 threads', 'hogwild', 'own models']
     """
     load_before = os.getloadavg()
-    probes = {t: run_single(max(1.0, epochs / 10), threads=t)["steady"] for t in (1, 2)}
-    best_threads = max(probes, key=probes.get)
-    single, hogwild = [], []
+    rounds: dict[str, list[dict]] = {"1 thread": [], "2 threads": [], "hogwild": [], "own models": []}
     for _ in range(repeats):
-        single.append(run_single(epochs, threads=best_threads))
-        hogwild.append(run_hogwild(nprocs, epochs, method=method))
-    result = {
-        "best_threads": best_threads,
-        "single_steady": statistics.median(r["steady"] for r in single),
-        "hogwild_steady": statistics.median(r["steady"] for r in hogwild),
-        "single_wall": statistics.median(r["wall"] for r in single),
-        "hogwild_wall": statistics.median(r["wall"] for r in hogwild),
-        "accuracy_single": statistics.median(r["accuracy"] for r in single),
-        "accuracy_hogwild": statistics.median(r["accuracy"] for r in hogwild),
-        "load_before": load_before,
-        "load_after": os.getloadavg(),
+        rounds["1 thread"].append(_run_single(epochs, threads=1, budget=budget))
+        rounds["hogwild"].append(_run_hogwild(nprocs, epochs, method=method))
+        rounds["2 threads"].append(_run_single(epochs, threads=2, budget=budget))
+        rounds["own models"].append(_run_hogwild(nprocs, epochs, method=method, own_models=True))
+    runs = {name: sorted(done, key=lambda r: r["steady"])[len(done) // 2] for name, done in rounds.items()}
+    load_after = os.getloadavg()
+    base = runs["1 thread"]["steady"]
+    names = {
+        "1 thread": "1 process, 1 thread",
+        "2 threads": "1 process, 2 threads",
+        "hogwild": f"Hogwild: {nprocs} processes, 1 shared model",
+        "own models": f"ceiling: {nprocs} processes, a model each",
     }
-    result["steady_speedup"] = result["hogwild_steady"] / result["single_steady"]
-    result["wall_speedup"] = result["single_wall"] / result["hogwild_wall"]
     print(
-        f"load average {load_before[0]:.2f} before, {result['load_after'][0]:.2f} after, "
-        f"{os.cpu_count()} cores\n"
-        f"best single process: {best_threads} thread(s); {nprocs} Hogwild workers ({method}); "
-        f"median of {repeats} interleaved runs of {epochs:g} epochs\n"
-        f"steady state: {result['single_steady']:,.0f} -> {result['hogwild_steady']:,.0f} samples/s "
-        f"= {result['steady_speedup']:.2f}x\n"
-        f"wall:         {result['single_wall']:.2f} s -> {result['hogwild_wall']:.2f} s "
-        f"= {result['wall_speedup']:.2f}x (start-up included)\n"
-        f"test accuracy: {result['accuracy_single']:.3f} single, {result['accuracy_hogwild']:.3f} Hogwild"
+        f"load average {load_before[0]:.2f} before, {load_after[0]:.2f} after, {os.cpu_count()} cores; "
+        f"{method}; median of {repeats} interleaved rounds of {epochs:g} epochs"
     )
-    return result
+    for name, text in names.items():
+        steady = runs[name]["steady"]
+        print(f"  {text:<38} {steady:9,.0f} samples/s  {steady / base:5.2f}x")
+    print(
+        f"  wall time: 1 thread {runs['1 thread']['wall']:.2f} s, Hogwild {runs['hogwild']['wall']:.2f} s "
+        "(start-up included)"
+    )
+    return {"runs": runs, "load_before": load_before, "load_after": load_after}
 
 
 _EXPLORED: dict[int, dict] = {}
@@ -302,7 +316,7 @@ def explore(nprocs: int = 2) -> dict:
         raise ValueError(f"explore() takes 1 to 4 processes, got {nprocs}")
     method = FAST_METHOD
     if nprocs not in _EXPLORED:
-        _EXPLORED[nprocs] = run_hogwild(nprocs, epochs=20, method=method)
+        _EXPLORED[nprocs] = _run_hogwild(nprocs, epochs=20, method=method)
     runs = [_EXPLORED[n] for n in sorted(_EXPLORED)]
     fig, (left, right) = new_figure(f"Hogwild, 20 epochs in all ({method}, {os.cpu_count()} cores)", ncols=2)
     labels = [f"{r['nprocs']} proc" for r in runs]
@@ -317,7 +331,7 @@ def explore(nprocs: int = 2) -> dict:
 
 def main(argv: list[str] | None = None) -> dict:
     """Command line: ``python -m helpers.hogwild [--epochs 150] [--repeats 5] [--method fork]``.
-    Notebook 05 section 4 and its exercise 4 show the command.
+    Notebook 05's appendix and its exercise 4 show the command.
 
     Runs :func:`measure_speedup`. For an idle 2-core measurement on a bigger machine, pin it:
     ``taskset -c 0,1 python -m helpers.hogwild``.
@@ -327,8 +341,8 @@ def main(argv: list[str] | None = None) -> dict:
 
     >>> result = main(["--epochs", "1", "--repeats", "1", "--nprocs", "1"])  # doctest: +ELLIPSIS
     load average ...
-    >>> result["best_threads"] in (1, 2)
-    True
+    >>> result["runs"]["hogwild"]["nprocs"]
+    1
     """
     parser = argparse.ArgumentParser(
         prog="python -m helpers.hogwild", description=measure_speedup.__doc__.splitlines()[0]

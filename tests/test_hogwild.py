@@ -73,7 +73,7 @@ def test_timed_worker_wraps_train_worker_and_reports_its_times(data):
 
 @pytest.mark.parametrize("method", METHODS)
 def test_run_hogwild_measures_a_run_under_every_start_method(method):
-    run = hogwild.run_hogwild(nprocs=2, epochs=2, method=method)
+    run = hogwild._run_hogwild(nprocs=2, epochs=2, method=method)
     assert run["label"] == f"2 proc x 1 thr {method}" and run["nprocs"] == 2
     assert run["steady"] > 0 and run["wall"] > 0 and 0.0 <= run["accuracy"] <= 1.0
     assert live_children() == []
@@ -82,9 +82,9 @@ def test_run_hogwild_measures_a_run_under_every_start_method(method):
 def test_run_hogwild_refuses_threads_under_fork_and_cleans_up_on_a_timeout():
     if "fork" in METHODS:
         with pytest.raises(ValueError, match="OpenMP"):
-            hogwild.run_hogwild(2, 1, method="fork", threads=2)
+            hogwild._run_hogwild(2, 1, method="fork", threads=2)
     with pytest.raises(queue.Empty):
-        hogwild.run_hogwild(2, 1, method="spawn", timeout=0.01)  # no spawn child starts that fast
+        hogwild._run_hogwild(2, 1, method="spawn", timeout=0.01)  # no spawn child starts that fast
     assert live_children() == []
 
 
@@ -93,11 +93,11 @@ def test_run_single_restores_threads_and_rng():
     torch.manual_seed(123)
     expected = torch.rand(1)
     torch.manual_seed(123)
-    run = hogwild.run_single(epochs=1, threads=1)
+    run = hogwild._run_single(epochs=1, threads=1)
     assert torch.get_num_threads() == threads and torch.equal(torch.rand(1), expected)
     assert run["nprocs"] == 1 and run["steady"] > 0
     with pytest.raises(ValueError, match="epochs"):
-        hogwild.run_single(epochs=0)
+        hogwild._run_single(epochs=0)
 
 
 def _adds(method: str, lock: bool) -> int:
@@ -126,11 +126,24 @@ def test_unlocked_adds_lose_some_or_none_but_never_gain():
     assert _adds(METHODS[0], lock=False) >= 0
 
 
-def test_measure_speedup_reports_medians_and_the_load(capsys):
+def test_measure_speedup_reports_the_four_runs_and_the_load(capsys):
     result = hogwild.measure_speedup(epochs=1, repeats=1, method=METHODS[0])
-    assert result["best_threads"] in (1, 2) and len(result["load_before"]) == 3
-    assert result["steady_speedup"] == result["hogwild_steady"] / result["single_steady"]
-    assert "load average" in capsys.readouterr().out
+    assert sorted(result["runs"]) == ["1 thread", "2 threads", "hogwild", "own models"]
+    assert len(result["load_before"]) == 3 and len(result["load_after"]) == 3
+    assert result["runs"]["own models"]["accuracy"] is None and result["runs"]["hogwild"]["nprocs"] == 2
+    out = capsys.readouterr().out
+    assert "load average" in out and "ceiling: 2 processes, a model each" in out
+    assert live_children() == []
+
+
+def test_own_models_trains_a_model_per_worker_and_leaves_the_shared_one_alone():
+    run = hogwild._run_hogwild(nprocs=2, epochs=1, own_models=True)
+    assert run["label"].endswith(", own models") and run["accuracy"] is None and run["steady"] > 0
+
+
+def test_run_single_stops_after_its_budget():
+    run = hogwild._run_single(epochs=50, budget=0.0)  # one tenth of the run, then it stops
+    assert run["wall"] < hogwild._run_single(epochs=50)["wall"]
 
 
 def test_explore_is_the_widget_callback():
@@ -151,4 +164,4 @@ def test_cli_help_and_a_spawn_run_as_a_script():
         timeout=400,
     )
     assert run.returncode == 0, run.stderr
-    assert "2 Hogwild workers (spawn)" in run.stdout and "steady state:" in run.stdout
+    assert "spawn; median of 1" in run.stdout and "Hogwild: 2 processes, 1 shared model" in run.stdout
