@@ -16,7 +16,6 @@ Example::
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 import random
 import sys
@@ -37,17 +36,11 @@ __all__ = [
     "ShardedNumbers",
     "RandomDraws",
     "seed_worker",
-    "draws",
-    "SlowStart",
     "CountingDataset",
     "Records",
     "SignalsInWorker",
-    "measure_throughput",
     "explore_loader",
     "collect",
-    "epoch_start_latencies",
-    "prefetched_items",
-    "first_batch_or_error",
     "worker_memory",
 ]
 
@@ -63,7 +56,7 @@ class SlowSquares(Dataset):
     and an optional ``delay`` in seconds of sleep (waiting on I/O).
 
     Pure Python holds the GIL, so threads could not speed this up; worker processes can (notebook 07,
-    sections 1 and 6).
+    sections 1 and 5).
 
     >>> SlowSquares(3, work=10)[2]
     tensor(4)
@@ -90,7 +83,7 @@ class WhoLoadedMe(Dataset):
 
     The worker id is -1 in the main process (no workers).
 
-    Notebook 07, section 2 (and 08, section 3).
+    Notebook 07, section 2 (and notebook 08).
 
     >>> WhoLoadedMe(2)[1][:3]
     (1, -1, 0)
@@ -104,9 +97,7 @@ class WhoLoadedMe(Dataset):
 
     def __getitem__(self, i: int) -> tuple:
         info = get_worker_info()  # None in the main process
-        if info is None:
-            return (i, -1, 0, os.getpid())
-        return (i, info.id, info.num_workers, os.getpid())
+        return (i, info.id if info else -1, info.num_workers if info else 0, os.getpid())
 
 
 class Numbers(IterableDataset):
@@ -162,11 +153,7 @@ class RandomDraws(Dataset):
         return self.n
 
     def __getitem__(self, i: int) -> tuple[int, int, int]:
-        return (
-            int(np.random.randint(0, 2**31 - 1)),
-            random.randrange(2**31 - 1),
-            int(torch.randint(0, 2**31 - 1, ()).item()),
-        )
+        return int(np.random.randint(2**31)), random.randrange(2**31), int(torch.randint(2**31, ()))
 
 
 def seed_worker(worker_id: int) -> None:
@@ -201,38 +188,7 @@ def collect(loader: DataLoader) -> list:
     return items
 
 
-def draws(
-    n: int = 32,
-    num_workers: int = 2,
-    seed: int | None = 0,
-    method: str = FAST_METHOD,
-    worker_init_fn: Callable[[int], None] | None = None,
-) -> list[tuple[int, int, int]]:
-    """Draw ``n`` items of :class:`RandomDraws` through a shuffling DataLoader.
-
-    ``seed`` seeds the loader's ``generator``, which picks both the shuffle order and every worker's
-    base seed; ``None`` leaves both to chance. With ``num_workers=0`` the draws come from this
-    process's global RNGs, which the generator does not seed.
-
-    Notebook 07, section 4.
-
-    >>> len(draws(4, num_workers=0, seed=1))
-    4
-    """
-    generator = None if seed is None else torch.Generator().manual_seed(seed)
-    loader = DataLoader(
-        RandomDraws(n),
-        batch_size=4,
-        shuffle=True,
-        num_workers=num_workers,
-        generator=generator,
-        worker_init_fn=worker_init_fn,
-        multiprocessing_context=method if num_workers else None,
-    )
-    return collect(loader)
-
-
-def measure_throughput(
+def _measure_throughput(
     num_workers: int,
     n: int = 256,
     batch_size: int = 16,
@@ -241,9 +197,9 @@ def measure_throughput(
     train_step: Callable[[torch.Tensor], object] | None = None,
 ) -> float:
     """Samples per second for one epoch of :class:`SlowSquares` (worker start-up included); this
-    process runs ``train_step(batch)`` on every batch when given. Notebook 07, section 1.
+    process runs ``train_step(batch)`` on every batch when given. For :func:`explore_loader`.
 
-    >>> measure_throughput(0, n=8, batch_size=4, work=10, train_step=lambda batch: batch * 2) > 0
+    >>> _measure_throughput(0, n=8, batch_size=4, work=10, train_step=lambda batch: batch * 2) > 0
     True
     """
     loader = DataLoader(  # DataLoader itself refuses num_workers < 0 and batch_size < 1 (ValueError)
@@ -260,7 +216,7 @@ def measure_throughput(
 
 
 def explore_loader(num_workers: int = 2, batch_size: int = 16) -> float:
-    """Widget callback of notebook 07: measure and print the throughput for one setting.
+    """Widget callback of notebook 07 (appendix): measure and print the loading rate for one setting.
 
     >>> import contextlib, io
     >>> with contextlib.redirect_stdout(io.StringIO()) as printed:
@@ -268,63 +224,15 @@ def explore_loader(num_workers: int = 2, batch_size: int = 16) -> float:
     >>> rate > 0, printed.getvalue().startswith("0 workers, batch 16:")
     (True, True)
     """
-    rate = measure_throughput(num_workers, n=128, batch_size=batch_size)
+    rate = _measure_throughput(num_workers, n=128, batch_size=batch_size)
     print(f"{num_workers} workers, batch {batch_size}: {rate:,.0f} samples/s")
     return rate
-
-
-class SlowStart(Dataset):
-    """A tiny dataset whose module (this one) imports torch: what a worker pays to start is the point.
-
-    Notebook 07, section 5.
-
-    >>> len(SlowStart())
-    4
-    """
-
-    def __len__(self) -> int:
-        return 4
-
-    def __getitem__(self, i: int) -> int:
-        return i
-
-
-def epoch_start_latencies(
-    persistent: bool, epochs: int = 3, num_workers: int = 1, method: str = "spawn"
-) -> list[float]:
-    """Seconds from ``iter(loader)`` to the first batch, for each of ``epochs`` epochs.
-
-    Without ``persistent_workers`` every epoch starts its workers afresh; with it, only the first.
-    The workers are shut down before this returns (the loader is dropped).
-
-    Notebook 07, section 5.
-
-    >>> len(epoch_start_latencies(False, epochs=2, num_workers=0))
-    2
-    """
-    loader = DataLoader(
-        SlowStart(),
-        batch_size=2,
-        num_workers=num_workers,
-        persistent_workers=persistent and num_workers > 0,
-        multiprocessing_context=method if num_workers else None,
-    )
-    latencies = []
-    for _ in range(epochs):
-        start = time.perf_counter()
-        iterator = iter(loader)
-        next(iterator)
-        latencies.append(time.perf_counter() - start)
-        for _ in iterator:  # finish the epoch
-            pass
-    del iterator, loader  # persistent workers live as long as the loader: shut them down now
-    return latencies
 
 
 class CountingDataset(Dataset):
     """Counts, in a shared ``multiprocessing.Value``, how many items the workers have loaded.
 
-    Notebook 07, section 6.
+    Notebook 07, appendix on ``prefetch_factor``.
 
     >>> import multiprocessing as mp
     >>> ds = CountingDataset(3, mp.get_context("spawn").Value("i", 0))
@@ -344,68 +252,14 @@ class CountingDataset(Dataset):
         return i
 
 
-def prefetched_items(
-    prefetch_factor: int, num_workers: int = 2, wait: float = 0.5, method: str = FAST_METHOD
-) -> int:
-    """How many items (batch size 1) the workers load *before* the first batch is asked for.
-
-    The DataLoader hands each worker ``prefetch_factor`` batches at once; this creates the
-    iterator, waits ``wait`` seconds without consuming, and reads the workers' shared counter.
-
-    Notebook 07, section 6.
-
-    >>> prefetched_items(2, num_workers=1, wait=0.5) if FAST_METHOD == "fork" else 2
-    2
-    """
-    loaded = mp.get_context(method).Value("i", 0)
-    loader = DataLoader(
-        CountingDataset(64, loaded),
-        batch_size=1,
-        num_workers=num_workers,
-        prefetch_factor=prefetch_factor,
-        multiprocessing_context=method,
-    )
-    iterator = iter(loader)
-    deadline = time.monotonic() + 30
-    while loaded.value == 0 and time.monotonic() < deadline:  # the workers are starting
-        time.sleep(0.01)
-    time.sleep(wait)
-    count = loaded.value
-    del iterator  # shuts the workers down
-    return count
-
-
-def first_batch_or_error(
-    dataset: Dataset, method: str, timeout: float = 0, num_workers: int = 1, echo: bool = False
-) -> str:
-    """Ask a DataLoader over ``dataset`` for one batch; return ``"ok: ..."`` or the error it raised.
-
-    The iterator is deleted in every case, which shuts its workers down. ``echo`` also prints the
-    result (for a run in a child process, whose return value is lost). Notebook 07, sections 6 and 7.
-
-    >>> first_batch_or_error(SlowSquares(2, work=10), method=FAST_METHOD)
-    'ok: [0, 1]'
-    """
-    loader = DataLoader(
-        dataset, batch_size=2, num_workers=num_workers, timeout=timeout, multiprocessing_context=method
-    )
-    iterator = iter(loader)
-    try:
-        result = f"ok: {next(iterator).tolist()}"
-    except Exception as error:  # what the notebook shows: the parent's view of a worker failure
-        result = f"{type(error).__name__}: {error}"
-    finally:
-        del iterator
-    if echo:
-        print(result, flush=True)
-    return result
-
-
 class SignalsInWorker(Dataset):
     """Every item makes the worker that loads it send itself ``signum`` (notebook 08, section 7).
 
-    With ``signal.SIGBUS`` the DataLoader reports what Docker users meet when ``/dev/shm`` is too small
-    for the batches in flight (the kernel sends SIGBUS on a write to a full shared-memory file).
+    With ``signal.SIGBUS`` the DataLoader reports what Docker users met, with torch releases before
+    shared-memory files were allocated with ``posix_fallocate``, when ``/dev/shm`` was too small for the
+    batches in flight (a write to a full shared-memory file got SIGBUS). Current torch raises
+    ``RuntimeError: unable to allocate shared memory(shm) for file ...: No space left on device``
+    instead, in the worker, and the main process re-raises it with the worker's traceback.
     Only in a worker: in the main process it refuses.
 
     >>> SignalsInWorker(15)[0]
@@ -434,7 +288,7 @@ class Records(Dataset):
     object still writes to it (its reference count), so a forked worker copies every page it reads
     (copy-on-read); an array's values are read without touching the pages' contents.
 
-    Notebook 07, section 8.
+    Notebook 07, appendix on worker memory.
 
     >>> Records(10, as_array=True, block=5)[1]
     35.0
@@ -458,7 +312,7 @@ def worker_memory(dataset: Dataset, method: str = FAST_METHOD) -> dict[str, floa
     ``uss`` is memory only that worker owns (its private copies), ``pss`` adds a fair share of the
     pages it shares (Linux only: psutil has no PSS elsewhere, and the key is then missing), ``rss``
     counts every page it maps. The worker is persistent so it can be measured after the epoch; it is
-    shut down before this returns. Notebook 07, section 8.
+    shut down before this returns. Notebook 07, appendix on worker memory.
 
     >>> {"uss", "rss"} <= set(worker_memory(Records(1000, as_array=True)))
     True

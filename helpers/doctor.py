@@ -246,7 +246,11 @@ _ABOUT = {
         "In a notebook, functions defined in cells live in __main__, which spawn/forkserver "
         "children cannot import; a worker's traceback may land in the terminal, not the cell.",
         "Put workers in a module and import them (helpers/ does this); run a script for long jobs.",
+<<<<<<< HEAD
         "01 §3 A worker defined in the notebook fails under spawn; 07 §7 multiprocessing_context",
+=======
+        "01 §2 A worker defined in the notebook fails under spawn; 07 §6 What a spawn worker receives",
+>>>>>>> nb07
         "pytorch#5301, pytorch#51344; Python docs 'multiprocessing: interactive interpreter'",
     ),
     "stack dumps": (

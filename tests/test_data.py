@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import multiprocessing as mp
+import time
 
 import pytest
-from torch.utils.data import DataLoader
+import torch
+from torch.utils.data import DataLoader, TensorDataset
 
 import helpers.data as hd
 from helpers.processes import live_children
@@ -28,13 +30,29 @@ def test_worker_info_and_sharding_under_every_method(method):
     assert sorted(hd.collect(sharded)) == [0, 1, 2, 3]
 
 
+def _draws(seed, worker_init_fn=None, n=32):
+    """RandomDraws through a shuffling 2-worker DataLoader, as notebook 07 section 4 builds it."""
+    generator = None if seed is None else torch.Generator().manual_seed(seed)
+    loader = DataLoader(
+        hd.RandomDraws(n),
+        batch_size=4,
+        shuffle=True,
+        num_workers=2,
+        generator=generator,
+        worker_init_fn=worker_init_fn,
+        multiprocessing_context=hd.FAST_METHOD,
+    )
+    return hd.collect(loader)
+
+
 def test_draws_are_unique_and_reproducible():
-    first = hd.draws(32, num_workers=2, seed=0)
+    first = _draws(0)
     assert len({d[0] for d in first}) == 32
-    assert first == hd.draws(32, num_workers=2, seed=0)
-    assert first != hd.draws(32, num_workers=2, seed=1)
-    with_init = hd.draws(8, num_workers=2, seed=0, worker_init_fn=hd.seed_worker)
-    assert with_init == hd.draws(8, num_workers=2, seed=0, worker_init_fn=hd.seed_worker)
+    assert first == _draws(0)
+    assert first != _draws(1)
+    assert _draws(None) != _draws(None)
+    with_init = _draws(0, worker_init_fn=hd.seed_worker, n=8)
+    assert with_init == _draws(0, worker_init_fn=hd.seed_worker, n=8)
 
 
 def test_seed_worker_seeds_numpy_from_torch():
@@ -50,24 +68,56 @@ def test_seed_worker_seeds_numpy_from_torch():
 
 
 def test_throughput_and_widget_callback(capsys):
-    assert hd.measure_throughput(1, n=16, batch_size=4, work=10) > 0
+    assert hd._measure_throughput(1, n=16, batch_size=4, work=10) > 0
     assert hd.explore_loader(0, 8) > 0
     assert "0 workers, batch 8" in capsys.readouterr().out
     with pytest.raises(ValueError):
-        hd.measure_throughput(-1)
+        hd._measure_throughput(-1)
+
+
+def _first_batch_seconds(persistent):
+    loader = DataLoader(
+        TensorDataset(torch.arange(4)),
+        num_workers=1,
+        persistent_workers=persistent,
+        multiprocessing_context="spawn",
+    )
+    seconds = []
+    for _ in range(2):
+        start = time.perf_counter()
+        batches = iter(loader)
+        next(batches)
+        seconds.append(time.perf_counter() - start)
+        list(batches)
+    return seconds
 
 
 def test_persistent_workers_start_once():
-    fresh = hd.epoch_start_latencies(False, epochs=2, method="spawn")
-    kept = hd.epoch_start_latencies(True, epochs=2, method="spawn")
+    fresh = _first_batch_seconds(False)
+    kept = _first_batch_seconds(True)
     assert kept[1] < fresh[1] / 5
     assert live_children() == []
 
 
 @pytest.mark.parametrize("factor", [1, 3])
-def test_prefetched_items(factor):
-    method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
-    assert hd.prefetched_items(factor, num_workers=2, method=method) == 2 * factor
+def test_workers_load_prefetch_factor_batches_ahead(factor):
+    method = hd.FAST_METHOD
+    loaded = mp.get_context(method).Value("i", 0)
+    loader = DataLoader(
+        hd.CountingDataset(64, loaded),
+        batch_size=1,
+        num_workers=2,
+        prefetch_factor=factor,
+        multiprocessing_context=method,
+    )
+    batches = iter(loader)
+    deadline = time.monotonic() + 60
+    while loaded.value < 2 * factor and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.3)
+    del batches
+    assert loaded.value == 2 * factor
+    assert live_children() == []
 
 
 def test_counting_dataset_counts():
@@ -76,13 +126,16 @@ def test_counting_dataset_counts():
     assert [ds[0], ds[1]] == [0, 1] and loaded.value == 2
 
 
-def test_first_batch_timeout_and_spawn(capsys):
-    slow = hd.SlowSquares(1, work=0, delay=1.5)
-    assert hd.first_batch_or_error(slow, method=hd.FAST_METHOD, timeout=1).startswith(
-        "RuntimeError: DataLoader timed out"
+def test_a_timeout_ends_a_stuck_worker_and_a_module_level_dataset_loads_under_spawn():
+    slow = DataLoader(
+        hd.SlowSquares(1, work=0, delay=1.5), num_workers=1, timeout=1, multiprocessing_context=hd.FAST_METHOD
     )
-    assert hd.first_batch_or_error(hd.SlowSquares(2, work=1), method="spawn", echo=True) == "ok: [0, 1]"
-    assert "ok: [0, 1]" in capsys.readouterr().out
+    with pytest.raises(RuntimeError, match="DataLoader timed out after 1 seconds"):
+        next(iter(slow))
+    spawned = DataLoader(
+        hd.SlowSquares(2, work=1), batch_size=2, num_workers=1, multiprocessing_context="spawn"
+    )
+    assert next(iter(spawned)).tolist() == [0, 1]
     assert live_children() == []
 
 
@@ -98,7 +151,7 @@ def test_records_and_worker_memory():
 
 def test_throughput_runs_the_train_step_on_every_batch():
     seen = []
-    assert hd.measure_throughput(0, n=8, batch_size=4, work=1, train_step=seen.append) > 0
+    assert hd._measure_throughput(0, n=8, batch_size=4, work=1, train_step=seen.append) > 0
     assert [batch.tolist() for batch in seen] == [[0, 1, 4, 9], [16, 25, 36, 49]]
 
 
