@@ -1,4 +1,4 @@
-"""Workers and tools for notebook 08 (debugging and pitfalls): hangs, exit codes, leftovers, logging.
+"""Workers and tools for notebook 08 (debugging and pitfalls): hangs, exit codes, leftovers, logs.
 
 Everything that runs in a child lives here (importable by spawn and forkserver children); every
 wait is bounded, and every process these functions start is gone when they return.
@@ -57,7 +57,6 @@ __all__ = [
     "read_pids",
     "seconds_until_exit",
     "make_orphans",
-    "mismatched_all_reduce",
 ]
 
 
@@ -178,13 +177,13 @@ def exit_on_rank(rank: int, case: str, failing_rank: int = 1) -> None:
         exit_by(case)
 
 
-# --- 3. Orphans and leftovers ---------------------------------------------------------------------
+# --- 3. Leftovers and orphans (section 3, appendices A and B) ------------------------------------
 
 
 def sleep_for(seconds: float) -> None:
     """Sleep ``seconds``: a child that is still busy when its parent goes away.
 
-    Notebook 08, sections 3 and 5.
+    Notebook 08, section 3.
 
     >>> sleep_for(0)
     """
@@ -197,7 +196,7 @@ def wait_for_status(pid: int, status: str, timeout: float = 10.0) -> str:
     Unlike ``Process.is_alive()`` this does not collect an exited child's status, so a zombie stays
     visible. A process that no longer exists reads as ``"gone"``.
 
-    Notebook 08, section 3.
+    Notebook 08, section 1 (and appendix A).
 
     >>> wait_for_status(os.getpid(), "running", timeout=1) in ("running", "sleeping")
     True
@@ -218,7 +217,7 @@ def wait_until_signalled(rank: int, name: str, ready_dir: str, seconds: float = 
 
     ``rank`` comes first so ``mp.spawn`` / ``start_processes`` can start it too (they pass the rank).
 
-    Notebook 08, sections 3 and 5.
+    Notebook 08, appendices A and B.
 
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as ready:
@@ -240,7 +239,7 @@ def _write_at_once(path: Path, text: str) -> None:
 def read_pids(ready_dir: str, names: Sequence[str], timeout: float = 60.0) -> dict[str, int]:
     """Wait until every child in ``names`` wrote its pid into ``ready_dir``; return ``{name: pid}``.
 
-    Notebook 08, section 5.
+    Notebook 08, appendix A.
 
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as ready:
@@ -263,7 +262,7 @@ def seconds_until_exit(pids: dict[str, int], timeout: float = 15.0) -> dict[str,
 
     A zombie counts as exited (it waits only for its parent to collect its status).
 
-    Notebook 08, sections 3 and 5.
+    Notebook 08, appendices A and B.
 
     >>> seconds_until_exit({"me": os.getpid()}, timeout=0.2)
     {'me': None}
@@ -287,7 +286,7 @@ def make_orphans(ready_dir: str) -> None:
     Run it as a script (Linux): each child has written its pid into ``ready_dir`` before we die.
     Not run here: it kills the process that calls it.
 
-    Notebook 08, section 3.
+    Notebook 08, appendix B.
 
     >>> make_orphans(tempfile.mkdtemp())  # doctest: +SKIP
     """
@@ -314,7 +313,7 @@ def find_processes(marker: str) -> list[psutil.Process]:
     The way to find leftovers that are no longer your children: an orphan is re-parented to
     PID 1 (or a subreaper), so ``live_children()`` cannot see it.
 
-    Notebook 08, sections 3 and 5.
+    Notebook 08, appendices A and B.
 
     >>> find_processes("no-such-marker-1f2e3d")
     []
@@ -334,7 +333,7 @@ def orphan_demo(timeout: float = 60.0, watch: float = 10.0) -> dict:
     DataLoader's) took to exit (None: still running after ``watch`` s), whether the plain child lived
     on as an orphan, whether a scan of command lines found it, and that we killed it.
 
-    Notebook 08, section 3.
+    Notebook 08, appendix B.
 
     >>> demo = orphan_demo()  # doctest: +SKIP
     >>> demo["orphan_alive"], demo["cleaned_up"]  # doctest: +SKIP
@@ -366,41 +365,13 @@ def orphan_demo(timeout: float = 60.0, watch: float = 10.0) -> dict:
         }
 
 
-# --- 6. Distributed runs: what torch adds ---------------------------------------------------------
-
-
-def mismatched_all_reduce(timeout: float = 30.0) -> None:
-    """A torchrun worker with a classic bug: ranks all-reduce tensors of different shapes.
-
-    Reads ``RANK``/``WORLD_SIZE`` (and the rendezvous address) from the environment torchrun sets.
-    With ``TORCH_DISTRIBUTED_DEBUG=DETAIL`` gloo checks every collective across ranks first and raises
-    a ``RuntimeError`` that names both shapes. Not run here: it needs a torchrun world.
-
-    Notebook 08, section 7.
-
-    >>> mismatched_all_reduce()  # doctest: +SKIP
-    """
-    from datetime import timedelta
-
-    import torch
-    import torch.distributed as dist
-
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", timeout=timedelta(seconds=timeout))
-    try:
-        rank = dist.get_rank()
-        dist.all_reduce(torch.ones(rank + 1))  # rank 0 sends 1 number, rank 1 sends 2: a bug
-    finally:
-        dist.destroy_process_group()
-
-
-# --- 5. Logging from children ---------------------------------------------------------------------
+# --- Logging from children (appendix D) ---------------------------------------------------------------------
 
 
 def log_from_child(rank: int, log_queue: queue.Queue | multiprocessing.queues.Queue) -> int:
     """Send this child's log records to ``log_queue`` through a ``QueueHandler``; return the rank.
 
-    Notebook 08, section 6.
+    Notebook 08, appendix D.
 
     >>> import queue
     >>> q = queue.Queue()
@@ -419,7 +390,7 @@ def log_from_child(rank: int, log_queue: queue.Queue | multiprocessing.queues.Qu
 class ListHandler(logging.Handler):
     """A handler that keeps the records it receives, in ``.records``.
 
-    Notebook 08, section 6.
+    Notebook 08, appendix D.
 
     >>> handler = ListHandler()
     >>> handler.handle(logging.makeLogRecord({"msg": "hi"})) and handler.records[0].msg

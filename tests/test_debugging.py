@@ -182,41 +182,6 @@ def test_process_exited_exception_names_rank_code_and_signal():
     assert (error.error_index, error.exit_code, error.signal_name) == (1, -signal.SIGKILL, "SIGKILL")
 
 
-def test_mismatched_all_reduce_is_named_by_detail_debugging(tmp_path):
-    import subprocess
-
-    from helpers.processes import kill_tree
-
-    (tmp_path / "train.py").write_text(
-        "from torch.distributed.elastic.multiprocessing.errors import record\n"
-        "from helpers.debugging import mismatched_all_reduce\n"
-        "@record\ndef main():\n    mismatched_all_reduce(timeout=5)\n"
-        "if __name__ == '__main__':\n    main()\n"
-    )
-    command = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        "--local-addr=127.0.0.1",
-        f"--log-dir={tmp_path}/logs",
-    ]
-    run = subprocess.Popen(
-        [*command, "--nproc-per-node=2", "train.py"],
-        cwd=tmp_path,
-        env={**os.environ, "TORCH_DISTRIBUTED_DEBUG": "DETAIL"},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        output = run.communicate(timeout=100)[0]
-    finally:
-        kill_tree(run.pid, grace=5)
-    assert run.returncode == 1
-    assert "Detected mismatch between collectives on ranks" in output and "error_file: /" in output
-
-
 @pytest.mark.parametrize("method", METHODS)
 def test_logs_arrive_with_process_names(method):
     import logging.handlers

@@ -24,7 +24,6 @@ NOT_YET_SHORT = {
     "05_hogwild.ipynb",
     "06_ddp_mp_spawn.ipynb",
     "07_dataloader_workers.ipynb",
-    "08_debugging_and_pitfalls.ipynb",
     "09_multi_node.ipynb",
 }
 
