@@ -402,10 +402,12 @@ def first_batch_or_error(
 
 
 class SignalsInWorker(Dataset):
-    """Every item makes the worker that loads it send itself ``signum`` (notebook 08, section 7).
+    """Every item makes the worker that loads it send itself ``signum`` (notebook 08, appendix C).
 
-    With ``signal.SIGBUS`` the DataLoader reports what Docker users meet when ``/dev/shm`` is too small
-    for the batches in flight (the kernel sends SIGBUS on a write to a full shared-memory file).
+    With ``signal.SIGBUS`` the DataLoader reports what a too small ``/dev/shm`` gave with torch
+    releases that only sized shared-memory files (the worker got SIGBUS writing into the full file);
+    since pytorch PR #161910 (``posix_fallocate``) the worker raises "unable to allocate shared
+    memory(shm) ... No space left on device" instead (torch 2.13, measured in notebook 08 section 4).
     Only in a worker: in the main process it refuses.
 
     >>> SignalsInWorker(15)[0]

@@ -85,7 +85,9 @@ def take_lock_twice(ready: threading.Event | multiprocessing.synchronize.Event |
 DUMP_END = "-- end of stack dump --"
 
 
-def hang_with_dump_on_signal(ready, dump_path: str) -> None:
+def hang_with_dump_on_signal(
+    ready: threading.Event | multiprocessing.synchronize.Event | None, dump_path: str
+) -> None:
     """A worker that dumps its stacks into ``dump_path`` on SIGUSR1, then deadlocks (POSIX).
 
     faulthandler writes the stacks from C, in many small writes, whatever the process is doing;
