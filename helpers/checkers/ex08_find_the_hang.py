@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import tempfile
@@ -17,7 +18,9 @@ from helpers.processes import kill_tree
 __all__ = ["check_ex08"]
 
 # Each job registers a stack dump on SIGUSR1 (as notebook 08 section 1 does), creates the file
-# READY just before the line that blocks (marked "waits here"), and blocks for ever.
+# READY just before the line that blocks (marked "waits here"), and blocks for ever. The jobs use
+# fork (POSIX, like SIGUSR1): its semaphores are unlinked at once, so killing a job leaks nothing
+# in /dev/shm (under spawn they wait for the resource tracker, which dies with the job).
 _ARM = f"""\
 import faulthandler, os, signal, sys
 
@@ -48,7 +51,7 @@ _JOBS = {
 
         if __name__ == "__main__":
             dump = arm_stack_dump()
-            results = multiprocessing.get_context("spawn").Queue()
+            results = multiprocessing.get_context("fork").Queue()
             results.put("the only result")  # the queue's feeder thread appears in the dump too
             print(collect(results, 2))
     """,
@@ -61,7 +64,7 @@ _JOBS = {
 
 
         def main():
-            ctx = multiprocessing.get_context("spawn")
+            ctx = multiprocessing.get_context("fork")
             results = ctx.Queue()
             producer = ctx.Process(target=produce, args=(results,))
             producer.start()
@@ -161,6 +164,9 @@ def check_ex08(module: str = "exercises.ex08_find_the_hang", timeout: float = 30
     """
 
     def body(mod: ModuleType, report: _Report) -> None:
+        if not hasattr(signal, "SIGUSR1"):
+            report.fail("this check needs POSIX (SIGUSR1, fork): run it on Linux or macOS")
+            return
         with tempfile.TemporaryDirectory(prefix="tmp-ex08-") as workdir:
             for what, job in _JOBS.items():
                 source = _job_source(job)
