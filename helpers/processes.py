@@ -49,7 +49,11 @@ DEV_SHM = Path("/dev/shm")
 class ChildResult:
     """What happened to one child started by :func:`run_with_deadline`.
 
+<<<<<<< HEAD
     What :func:`run_with_deadline` returns (notebook 01 section 3, notebook 08 section 1).
+=======
+    What :func:`run_with_deadline` returns (notebook 01 section 3, notebook 07 section 7).
+>>>>>>> nb08
     """
 
     exitcode: int | None  # None never survives reap(); negative means "killed by signal -exitcode"
@@ -65,7 +69,8 @@ class ChildResult:
 
 def reap(processes: Sequence[BaseProcess], timeout: float = 5.0) -> list[int | None]:
     """Join every process within one shared deadline, then terminate and kill the stragglers.
-    Notebook 08 sections 1 and 5; every helpers launcher reaps its children with it.
+    Every helpers launcher reaps its children with it (notebook 08 section 3 writes the same steps
+    as a plain ``try/finally``).
 
     Returns the exit codes in order. Processes that were never started are skipped (code None).
 
@@ -93,7 +98,7 @@ def reap(processes: Sequence[BaseProcess], timeout: float = 5.0) -> list[int | N
 @contextlib.contextmanager
 def running(processes: Sequence[BaseProcess], timeout: float = 30.0) -> Iterator[list[BaseProcess]]:
     """Start ``processes``; on leaving the block, reap them (also on error or KeyboardInterrupt).
-    Notebook 08 section 6.
+    Notebook 08 section 3 writes the same steps as a plain ``try/finally``.
 
     On a normal exit the children get what is left of ``timeout`` (counted from the start of the
     block) to finish, then are terminated; on an exception they are terminated at once. Use it
@@ -302,7 +307,7 @@ def dev_shm_entries() -> set[str]:
 
 def kill_tree(pid: int, grace: float = 10.0) -> list[int]:
     """SIGTERM process ``pid`` and all its descendants; SIGKILL whatever is left after ``grace`` s.
-    Notebook 08 sections 5 (the stop button) and 7.
+    Notebook 08, appendix A (the stop button).
 
     The descendants are listed *before* anything is signalled: a launcher such as torchrun starts
     its workers in sessions of their own, so killing the launcher's process group misses them, and

@@ -39,8 +39,8 @@ WRONG_ANSWERS = [
     ("ex07", "ex07_no_sharding", "came out 2 times"),
     ("ex07", "ex07_drops_remainder", "never came out"),
     ("ex07", "ex07_ignores_main_process", "get_worker_info() returns None"),
-    ("ex08", "ex08_not_exitcode", "`exitcode is None` first"),
-    ("ex08", "ex08_negative_as_error", "signal.Signals(n).name"),
+    ("ex08", "ex08_first_frame", "That frame is in Python's own code"),
+    ("ex08", "ex08_last_frame", "the most recent call first"),
     ("ex09", "ex09_local_rank_as_rank", "LOCAL_RANK starts again from 0 on every node"),
     ("ex09", "ex09_node_world_size", "LOCAL_WORLD_SIZE counts one node's workers"),
     ("ex09", "ex09_device_by_rank", "pick the GPU with LOCAL_RANK"),
@@ -124,7 +124,7 @@ def test_every_exercise_has_at_least_one_wrong_answer_and_every_wrong_answer_is_
 
 
 def test_a_file_that_does_not_import_gets_feedback_not_an_exception(tmp_path, monkeypatch):
-    (tmp_path / "broken_ex08.py").write_text("def explain_exitcode(code)\n    return 'ok'\n")
+    (tmp_path / "broken_ex08.py").write_text("def where_it_waits(dump, my_file)\n    return 'ok'\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     result = checkers.check_ex08("broken_ex08")
     assert not result.passed and "does not import: SyntaxError" in result.feedback[0]
@@ -134,7 +134,7 @@ def test_missing_names_are_reported(tmp_path, monkeypatch):
     (tmp_path / "renamed_ex08.py").write_text("def explain(code):\n    return 'ok'\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     result = checkers.check_ex08("renamed_ex08")
-    assert not result.passed and "has no explain_exitcode" in result.feedback[0]
+    assert not result.passed and "has no where_it_waits" in result.feedback[0]
 
 
 def test_check_result_prints_as_a_report():

@@ -16,7 +16,7 @@ learner's code bounded in a child) and one module per exercise, named like its f
 Example::
 
     >>> from helpers.checkers import check_ex08
-    >>> result = check_ex08("solutions.ex08_exit_codes")
+    >>> result = check_ex08("solutions.ex08_find_the_hang")
     >>> result.passed
     True
     >>> print(check_ex08().status)  # the untouched starter file
@@ -36,7 +36,7 @@ from helpers.checkers.ex04_fork_safe import check_ex04
 from helpers.checkers.ex05_hogwild import check_ex05, regression_batch
 from helpers.checkers.ex06_ddp_train import check_ex06
 from helpers.checkers.ex07_iterable_sharding import check_ex07
-from helpers.checkers.ex08_exit_codes import check_ex08
+from helpers.checkers.ex08_find_the_hang import check_ex08
 from helpers.checkers.ex09_node_roles import check_ex09
 
 __all__ = [
