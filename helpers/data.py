@@ -255,18 +255,10 @@ class CountingDataset(Dataset):
 class SignalsInWorker(Dataset):
     """Every item makes the worker that loads it send itself ``signum`` (notebook 08, appendix C).
 
-<<<<<<< HEAD
-    With ``signal.SIGBUS`` the DataLoader reports what Docker users met, with torch releases before
-    shared-memory files were allocated with ``posix_fallocate``, when ``/dev/shm`` was too small for the
-    batches in flight (a write to a full shared-memory file got SIGBUS). Current torch raises
-    ``RuntimeError: unable to allocate shared memory(shm) for file ...: No space left on device``
-    instead, in the worker, and the main process re-raises it with the worker's traceback.
-=======
     With ``signal.SIGBUS`` the DataLoader reports what a too small ``/dev/shm`` gave with torch
     releases that only sized shared-memory files (the worker got SIGBUS writing into the full file);
     since pytorch PR #161910 (``posix_fallocate``) the worker raises "unable to allocate shared
     memory(shm) ... No space left on device" instead (torch 2.13, measured in notebook 08 section 4).
->>>>>>> nb08
     Only in a worker: in the main process it refuses.
 
     >>> SignalsInWorker(15)[0]

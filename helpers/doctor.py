@@ -155,7 +155,7 @@ _ABOUT = {
         "torch picks its thread count from the cores it sees, not from a container's CPU "
         "quota; N processes x T threads above the usable CPUs oversubscribe and run slower.",
         "In each of N workers: torch.set_num_threads(max(1, usable_cpus // N)); or set OMP_NUM_THREADS.",
-        "05 §2 The Hogwild pattern; 08 §4 Thread oversubscription",
+        "04 §2 The CPU twin: OpenMP after fork; 05 §2 The Hogwild pattern",
         "PyTorch docs 'CPU in multiprocessing' (PR #103229)",
     ),
     "CUDA initialised": (
@@ -176,10 +176,11 @@ _ABOUT = {
     ),
     "shared memory": (
         "Tensors passed between processes (DataLoader batches, queues) live in /dev/shm; when it "
-        "is full a worker dies with 'Bus error' and the parent only sees the worker's death.",
+        "is full the DataLoader raises 'unable to allocate shared memory(shm) ... No space left on "
+        "device (28)' (torch 2.13; older releases: the worker died with 'Bus error').",
         "docker run --shm-size=2g (or --ipc=host); Kubernetes: an emptyDir with medium: Memory "
         "on /dev/shm; or fewer workers / smaller prefetch.",
-        "02 §1 share_memory_() moves the storage; 07 §1 What workers buy",
+        "02 §1 share_memory_() moves the storage; 08 §4 A full /dev/shm",
         "pytorch#5040, pytorch#16979; moby/moby#29492 (Docker's 64 MB default)",
     ),
     "memory": (
@@ -222,7 +223,7 @@ _ABOUT = {
         "memory, GPUs, ports and shared memory.",
         "Join with a timeout and terminate what is left (helpers.processes.reap / kill_tree); "
         "restart the kernel if nothing else works.",
-        "08 §3 Zombies, orphans and leftovers",
+        "08 §3 Leave nothing behind: reap in finally, and where signals go",
         "pytorch#1085, pytorch#8805",
     ),
     "orphaned workers": (
@@ -230,7 +231,7 @@ _ABOUT = {
         "children get PR_SET_PDEATHSIG); orphans keep their memory, GPU and shared memory.",
         "Check the pids shown (ps -o pid,ppid,pgid,args -p PID), then kill them; give children a "
         "parent-death signal or a deadline.",
-        "08 §3 Zombies, orphans and leftovers",
+        "08 §3 Leave nothing behind: reap in finally, and where signals go",
         "pytorch#14394, pytorch#1085",
     ),
     "stale shared memory": (
@@ -246,11 +247,7 @@ _ABOUT = {
         "In a notebook, functions defined in cells live in __main__, which spawn/forkserver "
         "children cannot import; a worker's traceback may land in the terminal, not the cell.",
         "Put workers in a module and import them (helpers/ does this); run a script for long jobs.",
-<<<<<<< HEAD
-        "01 §3 A worker defined in the notebook fails under spawn; 07 §7 multiprocessing_context",
-=======
-        "01 §2 A worker defined in the notebook fails under spawn; 07 §6 What a spawn worker receives",
->>>>>>> nb07
+        "01 §3 A worker defined in the notebook fails under spawn; 07 §6 What a spawn worker receives",
         "pytorch#5301, pytorch#51344; Python docs 'multiprocessing: interactive interpreter'",
     ),
     "stack dumps": (
@@ -258,7 +255,7 @@ _ABOUT = {
         "which Yama (ptrace_scope 1-3) and containers without CAP_SYS_PTRACE refuse.",
         "pip install py-spy; docker run --cap-add SYS_PTRACE; or run workers through "
         "helpers.launch.launch (faulthandler on SIGUSR1 needs no ptrace).",
-        "08 §1 Diagnosing a hang",
+        "08 §1 Where is it stuck? A stack dump on demand",
         "py-spy README 'How do I run py-spy in Docker?', py-spy PR #459; kernel docs LSM/Yama (ptrace_scope)",
     ),
 }

@@ -49,11 +49,7 @@ DEV_SHM = Path("/dev/shm")
 class ChildResult:
     """What happened to one child started by :func:`run_with_deadline`.
 
-<<<<<<< HEAD
-    What :func:`run_with_deadline` returns (notebook 01 section 3, notebook 08 section 1).
-=======
-    What :func:`run_with_deadline` returns (notebook 01 section 3, notebook 07 section 7).
->>>>>>> nb08
+    What :func:`run_with_deadline` returns (notebook 01 section 3).
     """
 
     exitcode: int | None  # None never survives reap(); negative means "killed by signal -exitcode"

@@ -33,8 +33,7 @@ DIAGRAM_TYPES = (
 
 # Notebooks that do not draw their mechanism yet; each leaves the set when it does (strict: a notebook
 # listed here that already passes fails the test, so the set cannot go stale).
-NOT_YET_DRAWN = {
-}
+NOT_YET_DRAWN = {}
 
 
 def mermaid_blocks(nb, main_path_only: bool = False) -> list[str]:

@@ -53,8 +53,7 @@ PATTERN_PATH = re.compile(r"\.\./patterns/(\d\d)_\w+\.py")
 # Notebooks that do not yet end their main path with their pattern script; each leaves the set when
 # it does (strict: a notebook listed here that already passes fails the test, so the set cannot go
 # stale).
-NOT_YET_PATTERNED = {
-}
+NOT_YET_PATTERNED = {}
 
 
 # --- the checks, as functions the probe tests below run on files of their own ----------------------
