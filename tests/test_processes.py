@@ -29,7 +29,7 @@ def test_run_with_deadline_terminates_a_stuck_child(method):
     result = run_with_deadline(time.sleep, args=(60,), method=method, timeout=1.0)
     assert result.timed_out
     assert result.exitcode == -signal.SIGTERM
-    assert result.seconds < 10
+    assert result.seconds < 30  # killed at its 1 s deadline, not after the 60 s sleep
 
 
 @pytest.mark.parametrize("method", METHODS)

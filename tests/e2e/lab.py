@@ -184,15 +184,22 @@ class LabServer:
         return f"{self.base_url}/{path.lstrip('/')}?token={self.token}"
 
     def add_folder(self, name: str, notebooks: list[Path]) -> str:
-        """Copy ``notebooks`` into a fresh folder ``name`` of the server's root; return its path there.
+        """Copy ``notebooks`` into ``name/notebooks`` of the server's root, with the recorded
+        transcripts beside them and the pattern scripts in ``name/patterns`` (the notebooks read
+        ``transcripts/...`` and ``../patterns/...``, as in a clone); return the notebooks' folder there.
 
         Each test gets the whole folder as a learner has it, and nothing another test wrote in its own.
         """
-        folder = self.root_dir / name
-        folder.mkdir()
+        folder = self.root_dir / name / "notebooks"
+        folder.mkdir(parents=True)
         for path in notebooks:
             shutil.copy2(path, folder / path.name)
-        return name
+        source = notebooks[0].parent
+        if (source / "transcripts").is_dir():
+            shutil.copytree(source / "transcripts", folder / "transcripts")
+        if (source.parent / "patterns").is_dir():
+            shutil.copytree(source.parent / "patterns", folder.parent / "patterns")
+        return f"{name}/notebooks"
 
     def descendants(self) -> list[psutil.Process]:
         """The server's live descendants: its kernels and what they started."""
