@@ -43,22 +43,27 @@ lint: $(STAMP)
 # loadscope), the longest first; the browser test as two halves, one JupyterLab each
 # (tests/scheduling.py). Then the tests that assert on measured time (marker `serial`,
 # conftest.py) on their own. Each session checks for leftover child processes and /dev/shm
-# entries (conftest.py); the repository and /dev/shm must be as clean afterwards as before. The
+# entries (conftest.py); the repository and /dev/shm must be as clean afterwards as before, and the
+# run's own temporary directory empty. The
 # time of each stage is printed at the end (scripts/stage_time.py).
 WORKERS ?= $(shell $(PYTHON) -c "import os; print(min(8, 2 * (os.cpu_count() or 1)))")
 XDIST := -n $(WORKERS) --dist loadscope
 SUITE := tests helpers notebooks --doctest-modules --nbmake --nbmake-timeout=$(CELL_TIMEOUT)
 TIMES := $(VENV)/stage-times
 TIMED := $(PYTHON) scripts/stage_time.py $(TIMES)
+# The pytest stages run with a temporary directory of their own, which must be empty afterwards
+# (caches aside: scripts/clean_check.py).
+CLEAN := $(VENV)/clean-check
+RUN_TMP := TMPDIR=$(CURDIR)/$(CLEAN)/tmp
 
 test:
 	@rm -f $(TIMES)
 	@$(TIMED) install $(MAKE) --no-print-directory setup
 	@$(TIMED) lint $(MAKE) --no-print-directory lint
-	@$(PY) scripts/clean_check.py save $(VENV)/clean-check
-	@$(TIMED) "pytest, $(WORKERS) workers" $(PY) -m pytest $(SUITE) $(XDIST) -m "not serial" --durations=25
-	@$(TIMED) "pytest, serial" $(PY) -m pytest $(SUITE) -m serial --durations=10
-	@$(TIMED) "clean check" $(PY) scripts/clean_check.py compare $(VENV)/clean-check
+	@$(PY) scripts/clean_check.py save $(CLEAN)
+	@$(RUN_TMP) $(TIMED) "pytest, $(WORKERS) workers" $(PY) -m pytest $(SUITE) $(XDIST) -m "not serial" --durations=25
+	@$(RUN_TMP) $(TIMED) "pytest, serial" $(PY) -m pytest $(SUITE) -m serial --durations=10
+	@$(TIMED) "clean check" $(PY) scripts/clean_check.py compare $(CLEAN)
 	@$(TIMED) --report
 
 unit: $(STAMP)
@@ -85,12 +90,12 @@ html: $(STAMP)
 # such run yet. The browser test stays out. `make unit-spawn` / `unit-forkserver`: every unit test.
 test-spawn test-forkserver: test-%: $(STAMP)
 	@rm -f $(TIMES)
-	@$(PY) scripts/clean_check.py save $(VENV)/clean-check
-	@MP_DEFAULT_START_METHOD=$* $(TIMED) "pytest $*, $(WORKERS) workers" \
+	@$(PY) scripts/clean_check.py save $(CLEAN)
+	@MP_DEFAULT_START_METHOD=$* $(RUN_TMP) $(TIMED) "pytest $*, $(WORKERS) workers" \
 		$(PY) -m pytest $(SUITE) $(XDIST) --default-dependent-only -m "not browser and not serial"
-	@MP_DEFAULT_START_METHOD=$* $(TIMED) "pytest $*, serial" \
+	@MP_DEFAULT_START_METHOD=$* $(RUN_TMP) $(TIMED) "pytest $*, serial" \
 		$(PY) -m pytest $(SUITE) --default-dependent-only -m "not browser and serial"
-	@$(TIMED) "clean check" $(PY) scripts/clean_check.py compare $(VENV)/clean-check
+	@$(TIMED) "clean check" $(PY) scripts/clean_check.py compare $(CLEAN)
 	@$(TIMED) --report
 
 unit-spawn unit-forkserver: unit-%: $(STAMP)

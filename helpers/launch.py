@@ -17,6 +17,7 @@ Example::
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import queue
 import sys
 import time
@@ -241,3 +242,6 @@ def spawn_with_deadline(
                 raise TimeoutError(f"{nprocs} processes still running after {timeout:.0f} s; terminated")
     finally:
         reap(context.processes, timeout=0)
+        for name in context.error_files:  # a failed rank's traceback: torch never deletes the file
+            if os.path.exists(name):
+                os.remove(name)

@@ -1,21 +1,28 @@
-"""Before and after a test run: the repository and /dev/shm must be as they were.
+"""Before and after a test run: the repository, /dev/shm and the run's temporary directory must be
+as they were.
 
-    python scripts/clean_check.py save DIR      # before the run
+    python scripts/clean_check.py save DIR      # before the run: also empties DIR/tmp
+    TMPDIR=DIR/tmp pytest ...                   # the run, with a temporary directory of its own
     python scripts/clean_check.py compare DIR   # after it; exit 1 with the difference
 
 Run around pytest, not inside it: a spawn or forkserver child killed at a deadline leaves its named
 semaphores in /dev/shm until multiprocessing's resource tracker unlinks them, which it does when the
 test process exits. So /dev/shm is compared after the run, allowing the trackers a few seconds.
+The temporary directory must then be empty, but for the caches kept there by design (:data:`KEPT`).
 """
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 SHM = Path("/dev/shm")
+# torch.compile's cache (torchinductor_USER); pytest's tmp_path folders, of which pytest keeps the
+# last three runs (pytest-of-USER; the browser test's screenshots are there).
+KEPT = ("torchinductor_", "pytest-of-")
 
 
 def _git_status() -> str:
@@ -27,6 +34,10 @@ def _shm() -> set[str]:
     return {p.name for p in SHM.iterdir()} if SHM.is_dir() else set()
 
 
+def _left_in(tmp: Path) -> list[str]:
+    return sorted(p.name for p in tmp.iterdir() if not p.name.startswith(KEPT)) if tmp.is_dir() else []
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 2 or argv[0] not in ("save", "compare"):
         print(__doc__)
@@ -36,16 +47,20 @@ def main(argv: list[str]) -> int:
     if argv[0] == "save":
         (folder / "status-before").write_text(_git_status())
         (folder / "shm-before").write_text("\n".join(sorted(_shm())))
+        shutil.rmtree(folder / "tmp", ignore_errors=True)
+        (folder / "tmp").mkdir()
         return 0
     problems = []
     if _git_status() != (folder / "status-before").read_text():
         problems.append(f"the test run changed the repository:\n{_git_status()}")
     before = set(filter(None, (folder / "shm-before").read_text().splitlines()))
     deadline = time.monotonic() + 10
-    while (new := _shm() - before) and time.monotonic() < deadline:
+    while ((new := _shm() - before) or _left_in(folder / "tmp")) and time.monotonic() < deadline:
         time.sleep(0.5)
     if new:
         problems.append(f"new /dev/shm entries after the run: {sorted(new)}")
+    if left := _left_in(folder / "tmp"):
+        problems.append(f"left in the run's temporary directory {folder / 'tmp'}: {left}")
     for problem in problems:
         print(problem)
     return 1 if problems else 0
