@@ -36,19 +36,21 @@ lint: $(STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 
-# Unit tests, the docstring examples in helpers/ and tests/, every notebook under nbmake, and every
-# notebook run in JupyterLab in headless Chromium (tests/e2e, marker `browser`), in WORKERS
-# pytest-xdist workers: twice as many as CPUs, at most 8 (most tests wait on child processes and
-# kernels). Each test module, notebook and helpers module goes to one worker as a whole (--dist
-# loadscope), the longest first; the browser test as two halves, one JupyterLab each
-# (tests/scheduling.py). Then the tests that assert on measured time (marker `serial`,
-# conftest.py) on their own. Each session checks for leftover child processes and /dev/shm
-# entries (conftest.py); the repository and /dev/shm must be as clean afterwards as before, and the
-# run's own temporary directory empty. The
-# time of each stage is printed at the end (scripts/stage_time.py).
+# Unit tests, the docstring examples in helpers/, every notebook under nbmake, and every notebook run
+# in JupyterLab in headless Chromium (tests/e2e, marker `browser`), in WORKERS pytest-xdist workers:
+# twice as many as CPUs, at most 8 (most tests wait on child processes and kernels). Each test
+# module, notebook and helpers module goes to one worker as a whole (--dist loadscope), in the order
+# of the command line (--no-loadscope-reorder), the longest first: the browser test's two halves
+# (two modules, one JupyterLab each), the notebooks from the last (09, 08 and 06 run longest), then
+# the rest. Then the tests marked `serial` (they assert a bound on measured time) on their own.
+# Each session checks for leftover child processes and /dev/shm entries (conftest.py); the
+# repository and /dev/shm must be as clean afterwards as before, and the run's own temporary
+# directory empty. The time of each stage is printed at the end (scripts/stage_time.py).
 WORKERS ?= $(shell $(PYTHON) -c "import os; print(min(8, 2 * (os.cpu_count() or 1)))")
-XDIST := -n $(WORKERS) --dist loadscope
-SUITE := tests helpers notebooks --doctest-modules --nbmake --nbmake-timeout=$(CELL_TIMEOUT)
+XDIST := -n $(WORKERS) --dist loadscope --no-loadscope-reorder
+NOTEBOOKS_LAST_FIRST := $(shell ls -r notebooks/[0-9][0-9]_*.ipynb)
+NBMAKE := --nbmake --nbmake-timeout=$(CELL_TIMEOUT)
+SUITE := tests/e2e $(NOTEBOOKS_LAST_FIRST) tests helpers --doctest-modules $(NBMAKE)
 TIMES := $(VENV)/stage-times
 TIMED := $(PYTHON) scripts/stage_time.py $(TIMES)
 # The pytest stages run with a temporary directory of their own, which must be empty afterwards
@@ -62,7 +64,7 @@ test:
 	@$(TIMED) lint $(MAKE) --no-print-directory lint
 	@$(PY) scripts/clean_check.py save $(CLEAN)
 	@$(RUN_TMP) $(TIMED) "pytest, $(WORKERS) workers" $(PY) -m pytest $(SUITE) $(XDIST) -m "not serial" --durations=25
-	@$(RUN_TMP) $(TIMED) "pytest, serial" $(PY) -m pytest $(SUITE) -m serial --durations=10
+	@$(RUN_TMP) $(TIMED) "pytest, serial" $(PY) -m pytest tests -m serial --durations=10
 	@$(TIMED) "clean check" $(PY) scripts/clean_check.py compare $(CLEAN)
 	@$(TIMED) --report
 
@@ -81,20 +83,18 @@ notebooks: $(STAMP)
 # index page plus one HTML page per notebook, plots embedded, into _site/ (gitignored).
 html: $(STAMP)
 	PYTHONPATH=$(CURDIR) $(PY) scripts/build_site.py --out _site --timeout $(CELL_TIMEOUT)
-# Portability: the suite again with the default start method forced (conftest.py applies
-# MP_DEFAULT_START_METHOD in the test process, and an IPython start-up file in every notebook
-# kernel, both from tests/portability.py), as on macOS/Windows (spawn) and Linux with Python 3.14+
-# (forkserver). Only what depends on
-# the default runs again (--default-dependent-only, tests/start_method_probe.py): every notebook and
-# the tests that the last plain run (`make test`) saw using the default; everything when there is no
-# such run yet. The browser test stays out. `make unit-spawn` / `unit-forkserver`: every unit test.
+# Portability: the default start method forced, as on macOS/Windows (spawn) and Linux with Python
+# 3.14+ (forkserver): every notebook (marker `notebook`) in a kernel of the kernelspec
+# jupyter-config/kernels/python3-$* (its exec_lines set the default; JUPYTER_PATH finds it), and
+# the tests marked `default_start_method`, in a test process that conftest.py gives the default
+# MP_DEFAULT_START_METHOD names. The other tests pass their start method explicitly; `make
+# unit-spawn` / `unit-forkserver` run every unit test with the default forced.
+FORCED = MP_DEFAULT_START_METHOD=$* JUPYTER_PATH=$(CURDIR)/jupyter-config $(RUN_TMP)
 test-spawn test-forkserver: test-%: $(STAMP)
 	@rm -f $(TIMES)
 	@$(PY) scripts/clean_check.py save $(CLEAN)
-	@MP_DEFAULT_START_METHOD=$* $(RUN_TMP) $(TIMED) "pytest $*, $(WORKERS) workers" \
-		$(PY) -m pytest $(SUITE) $(XDIST) --default-dependent-only -m "not browser and not serial"
-	@MP_DEFAULT_START_METHOD=$* $(RUN_TMP) $(TIMED) "pytest $*, serial" \
-		$(PY) -m pytest $(SUITE) --default-dependent-only -m "not browser and serial"
+	@$(FORCED) $(TIMED) "pytest $*, $(WORKERS) workers" $(PY) -m pytest $(NOTEBOOKS_LAST_FIRST) tests \
+		$(NBMAKE) --nbmake-kernel=python3-$* $(XDIST) -m "notebook or default_start_method"
 	@$(TIMED) "clean check" $(PY) scripts/clean_check.py compare $(CLEAN)
 	@$(TIMED) --report
 

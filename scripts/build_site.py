@@ -76,10 +76,6 @@ def _execute(nb, workdir: Path, timeout: int) -> str | None:
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, CellTimeoutError
 
-    from tests.kernel_client import poll_in_slices
-
-    poll_in_slices()  # a lost zmq wake-up would otherwise cost a whole cell timeout
-
     client = NotebookClient(
         nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(workdir)}}
     )
@@ -184,5 +180,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(ROOT))  # tests.kernel_client, when run without `make html`'s PYTHONPATH
     sys.exit(main())

@@ -102,9 +102,17 @@ def _gnu_openmp() -> bool:
     return environment_report(probe_cuda=False)["openmp_runtime"] == "GNU libgomp"
 
 
+# These wrong answers were measured reading the default start method (ex02: a bare Lock()).
+READ_THE_DEFAULT = {"ex02_lock_in_worker", "ex04_no_thread_limit"}
+DEFAULT = pytest.mark.default_start_method
+
+
 @pytest.mark.parametrize(
     ("exercise", "module", "phrase"),
-    [pytest.param(*w, marks=SLOW) if w[0] == "ex06" else w for w in WRONG_ANSWERS],
+    [
+        pytest.param(*w, marks=[SLOW] * (w[0] == "ex06") + [DEFAULT] * (w[1] in READ_THE_DEFAULT))
+        for w in WRONG_ANSWERS
+    ],
     ids=[w[1] for w in WRONG_ANSWERS],
 )
 def test_checker_rejects_the_typical_wrong_answer(exercise, module, phrase):

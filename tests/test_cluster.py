@@ -56,7 +56,6 @@ def test_the_cpus_per_task_of_the_batch_reach_each_task(tmp_path):
     assert done.returncode == 0 and sorted(done.stdout.split("\n")[:2]) == ["0: 3", "1: 3"], done.stdout
 
 
-@pytest.mark.hang_check
 def test_srun_stand_in_stops_the_other_tasks_when_one_fails(tmp_path):
     job = tmp_path / "job.sh"
     job.write_text("srun --kill-on-bad-exit=1 bash -c '[ \"$SLURM_NODEID\" = 1 ] && exit 3; sleep 60'\n")

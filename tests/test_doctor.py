@@ -77,6 +77,7 @@ def doctor_cli(*args: str, shell_prefix: str = "") -> subprocess.CompletedProces
 # --- The findings themselves -----------------------------------------------------------------------
 
 
+@pytest.mark.default_start_method
 def test_every_finding_says_why_the_fix_where_it_is_taught_and_what_it_prevents():
     findings = check(target="helpers.debugging:sleep_for", imports=["json"], master_port=0)
     assert [f.name for f in findings] == list(CHECKS)
@@ -85,6 +86,7 @@ def test_every_finding_says_why_the_fix_where_it_is_taught_and_what_it_prevents(
         assert f.why and f.fix and f.teaches[:2].isdigit() and f.prevents, f
 
 
+@pytest.mark.default_start_method
 def test_a_fresh_command_line_says_n_a_for_per_process_checks_instead_of_passing():
     findings = {f.name: f for f in check(this_process=False)}
     per_process = ["threads before fork", "CUDA initialised", "leftover children", "Jupyter kernel"]
@@ -155,7 +157,7 @@ def test_a_forced_default_start_method_warns():
     )["default start method"]
     assert finding["status"] == "warn" and f"{other}, forced by set_start_method()" in finding["measured"]
     forced = check_in_fresh_interpreter(
-        f"import multiprocessing as mp; mp.set_start_method({other!r})  # as tests/portability.py does\n",
+        f"import multiprocessing as mp; mp.set_start_method({other!r})  # as conftest.py does\n",
         'check(only=["default start method"])',
         env={"MP_DEFAULT_START_METHOD": other},
     )["default start method"]
@@ -205,7 +207,6 @@ def test_a_module_attribute_holding_a_lambda_fails_in_the_fresh_interpreter(modu
     assert finding.status == "fail" and "is a lambda" in finding.measured
 
 
-@pytest.mark.hang_check
 def test_a_module_that_hangs_or_raises_on_import_fails_within_the_deadline(module_dir):
     (module_dir / "doctor_slow_target.py").write_text("import time\ntime.sleep(60)\ndef work(rank): pass\n")
     (module_dir / "doctor_broken_target.py").write_text("raise RuntimeError('top level ran')\n")
@@ -235,6 +236,7 @@ def test_what_an_unguarded_import_starts_dies_with_the_probe(module_dir):
     assert status in ("gone", psutil.STATUS_ZOMBIE)
 
 
+@pytest.mark.default_start_method
 @pytest.mark.parametrize(
     "target", ["no_such_module:fn", "helpers.debugging:no_such_function", "no colon", "a:b:c"]
 )
@@ -277,6 +279,7 @@ def test_a_parent_that_started_openmp_threads_warns_before_fork():
     assert int(measured.split(", ")[1].split()[0]) >= 1  # threads waiting in libgomp/libomp
 
 
+@pytest.mark.default_start_method
 @linux_only
 def test_openmp_threads_still_spinning_after_their_work_are_found_once_they_wait():
     # libgomp's workers spin before they sleep (GOMP_SPINCOUNT; a few ms idle, longer on a loaded
@@ -517,6 +520,7 @@ def test_outside_a_kernel_the_kernel_check_passes():
     assert finding.status == "ok" and finding.measured == "not a Jupyter kernel"
 
 
+@pytest.mark.default_start_method
 @linux_only
 def test_inside_a_kernel_with_spawn_the_kernel_check_warns():
     from jupyter_client.manager import start_new_kernel
@@ -578,7 +582,6 @@ def start_hung(register: bool) -> subprocess.Popen:
 
 
 @linux_only
-@pytest.mark.hang_check
 def test_inspect_reports_a_hung_childs_state_wait_and_stack_within_a_bound():
     child = start_hung(register=False)
     try:
@@ -890,6 +893,7 @@ def test_threads_of_a_process_whose_proc_entries_cannot_be_read_are_n_a():
         stop(child)
 
 
+@pytest.mark.default_start_method
 @linux_only
 def test_native_thread_pools_are_named_by_library():
     setup = OPENMP_THREADS + "import numpy\nnumpy.ones((300, 300)) @ numpy.ones((300, 300))\n"

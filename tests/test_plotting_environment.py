@@ -38,6 +38,7 @@ def test_default_start_method_does_not_fix_the_context():
     assert done.stdout.splitlines() == ["True", "set_start_method still works"], done.stderr
 
 
+@pytest.mark.default_start_method
 def test_environment_report_has_the_facts_a_reader_compares():
     report = environment_report()
     assert report["torch"] == torch.__version__

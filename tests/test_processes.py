@@ -24,7 +24,6 @@ from tests.workers import METHODS
 
 
 @pytest.mark.parametrize("method", METHODS)
-@pytest.mark.hang_check
 def test_run_with_deadline_terminates_a_stuck_child(method):
     result = run_with_deadline(time.sleep, args=(60,), method=method, timeout=1.0)
     assert result.timed_out
@@ -72,7 +71,6 @@ def test_reap_skips_processes_never_started():
 
 
 @pytest.mark.parametrize("method", METHODS)
-@pytest.mark.hang_check
 def test_running_cleans_up_when_the_block_raises(method):
     import multiprocessing as mp
 
@@ -143,7 +141,6 @@ def test_run_python_script_sets_and_removes_environment_variables(monkeypatch):
 
 
 @pytest.mark.skipif(os.name != "posix", reason="process groups are POSIX")
-@pytest.mark.hang_check
 def test_run_python_script_takes_what_the_script_started_with_it():
     import psutil
 

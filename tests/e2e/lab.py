@@ -1,10 +1,8 @@
-"""Start the project's JupyterLab in a sandbox, and find a Chromium or Chrome to drive against it.
+"""Start the project's JupyterLab in a sandbox, and name the Chromium to drive against it.
 
 Everything lives in a temporary directory: the notebooks (copies: saving never touches the
 repository), Jupyter's runtime, config, data, settings and workspace directories, and IPython's.
 The server listens on 127.0.0.1, on a free port, with a random token.
-
-The browser is one already on the machine (:func:`find_browser`): nothing is ever downloaded.
 """
 
 from __future__ import annotations
@@ -20,112 +18,22 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
 
 ROOT = Path(__file__).resolve().parents[2]
-BROWSER_VAR = "E2E_CHROMIUM"
-# Where Chromium and Chrome install themselves, by platform (absolute paths), then names on $PATH.
-BROWSER_PATHS = {
-    "linux": [
-        "/usr/bin/chromium",  # Debian (`.ci/run` installs it), Arch
-        "/usr/bin/chromium-browser",  # Fedora, openSUSE, older Ubuntu
-        "/snap/bin/chromium",  # Ubuntu
-        "/usr/lib/chromium/chromium",
-        "/usr/bin/google-chrome-stable",
-        "/usr/bin/google-chrome",
-        "/opt/google/chrome/chrome",
-    ],
-    "darwin": [
-        "/Applications/Chromium.app/Contents/MacOS/Chromium",
-        "/Applications/Google Chrome.app/Contents/MacOS/Google Chrome",
-        "~/Applications/Chromium.app/Contents/MacOS/Chromium",
-        "~/Applications/Google Chrome.app/Contents/MacOS/Google Chrome",
-    ],
-}
-BROWSER_NAMES = ["chromium", "chromium-browser", "google-chrome-stable", "google-chrome", "chrome"]
-# One line per platform: how to get a browser there. Playwright's own download works everywhere.
-INSTALL = {
-    "debian": "`sudo apt-get install -y chromium`",
-    "ubuntu": "`sudo snap install chromium`",
-    "fedora": "`sudo dnf install -y chromium`",
-    "arch": "`sudo pacman -S chromium`",
-    "darwin": "`brew install --cask chromium`",
-    "linux": "your distribution's `chromium` package",
-}
-NO_BROWSER = (
-    "the browser test found no Chromium or Chrome ({where}): install one with {command}, or "
-    "`python -m playwright install chromium`, or set E2E_CHROMIUM to a Chromium/Chrome binary; "
-    "`-m 'not browser'` leaves the test out"
-)
 
 
-def _playwright_chromium() -> str | None:
-    """The Chromium a `playwright install chromium` put in Playwright's cache, if there is one."""
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        return None
-    with sync_playwright() as playwright:
-        path = playwright.chromium.executable_path
-    return path if os.access(path, os.X_OK) else None
-
-
-def find_browser(
-    environ: Mapping[str, str] | None = None,
-    platform: str = sys.platform,
-    root: str = "/",
-    playwright=_playwright_chromium,
-) -> str | None:
-    """A Chromium or Chrome binary: ``$E2E_CHROMIUM``, the usual install locations of ``platform``
-    (under ``root``), one on ``$PATH``, else the one Playwright installed (``playwright()``); None.
-
-    >>> find_browser({"PATH": ""}, platform="linux", root="/nonexistent", playwright=lambda: None)
-    """
-    environ = os.environ if environ is None else environ
-    if environ.get(BROWSER_VAR):
-        return environ[BROWSER_VAR]  # used as given: a wrong path fails loudly where it is launched
-    home = environ.get("HOME", "~")
-    for candidate in BROWSER_PATHS.get(platform, []):
-        path = os.path.join(root, candidate.replace("~", home, 1).lstrip("/"))
-        if os.access(path, os.X_OK):
-            return path
-    for name in BROWSER_NAMES:
-        if path := shutil.which(name, path=environ.get("PATH", "")):
-            return path
-    return playwright()
-
-
-def require_browser(platform: str = sys.platform, os_release: str = "/etc/os-release", **where) -> str:
-    """:func:`find_browser` (``where``: its other arguments), or fail the test with :func:`install_hint`."""
-    import pytest
-
-    executable = find_browser(platform=platform, **where)
-    if executable is None:  # a failure, not a skip: a skip would hide a broken CI set-up
-        pytest.fail(install_hint(platform, os_release), pytrace=False)
-    return executable
-
-
-def install_hint(platform: str = sys.platform, os_release: str = "/etc/os-release") -> str:
-    """The one-line message for a machine without a browser, with ``platform``'s install command.
-
-    >>> "brew install --cask chromium" in install_hint("darwin")
-    True
-    """
-    if platform == "darwin":
-        return NO_BROWSER.format(where="macOS", command=INSTALL["darwin"])
-    ids: list[str] = []
-    with contextlib.suppress(OSError):
-        for line in Path(os_release).read_text().splitlines():
-            key, _, value = line.partition("=")
-            if key in ("ID", "ID_LIKE"):
-                ids += value.strip('"').split()
-    distro = next((i for i in ids if i in INSTALL), "linux" if platform == "linux" else None)
-    where = f"{platform}, {ids[0]}" if ids else platform
-    return NO_BROWSER.format(where=where, command=INSTALL.get(distro, "Chromium's installer"))
+def chromium() -> str | None:
+    """The Chromium to drive: ``$E2E_CHROMIUM``, else Debian's ``/usr/bin/chromium`` (``.ci/run``
+    installs it), else None: Playwright's own (``python -m playwright install chromium``; without it
+    Playwright's launch fails and says so)."""
+    if os.environ.get("E2E_CHROMIUM"):
+        return os.environ["E2E_CHROMIUM"]
+    return "/usr/bin/chromium" if os.access("/usr/bin/chromium", os.X_OK) else None
 
 
 # Chromium as root needs --no-sandbox; the rest keeps it off the network (this machine's closed

@@ -4,17 +4,16 @@ nbmake proves the kernels run; this proves the notebooks work in the UI: Run > R
 the menu, every code cell executed, no error output, widgets rendered as live controls (one of
 them moved, and its output changes), plots rendered as images, and every Mermaid diagram of the
 markdown cells drawn (an SVG image, not the diagram's source text). Select with ``-m browser``,
-leave out with ``-m 'not browser'``. Screenshots go to a temporary directory (printed at the end
-of the session, with one line per notebook).
+leave out with ``-m 'not browser'``.
 
-One JupyterLab server and one Chromium serve the notebooks of this module that a process runs (starting
-them took about as long as running a short notebook); under pytest-xdist the module runs as two
-halves, even- and odd-numbered notebooks, each on one worker with its own server and browser, first
-(``tests/scheduling.py``), and they stop after the half's last test, so no other test shares a
-process with them. Each test gets its
-own copy of the notebooks folder, a fresh JupyterLab workspace and a page of its own, and must leave
-no kernel (nor anything a kernel started) behind when its notebook is closed. The pages share one
-browser context, so after the first test JupyterLab's scripts come from the browser's cache.
+One JupyterLab server and one Chromium serve the notebooks of a module (starting them took about as
+long as running a short notebook): this module runs the even-indexed notebooks, its twin
+``test_jupyterlab_browser_odd.py`` the others, so that pytest-xdist's ``--dist loadscope`` runs the
+halves on two workers. Each test gets its own copy of the notebooks folder, a fresh JupyterLab
+workspace and a page of its own, and must leave no kernel (nor anything a kernel started) behind when
+its notebook is closed. The pages share one browser context, so after the first test JupyterLab's
+scripts come from the browser's cache. Screenshots go to pytest's temporary directory (the path is
+printed with a failure; pytest keeps the last three runs' directories).
 """
 
 from __future__ import annotations
@@ -28,7 +27,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tests.e2e.lab import CHROMIUM_ARGS, ROOT, lab_server, require_browser
+from tests.e2e.lab import CHROMIUM_ARGS, ROOT, chromium, lab_server
 from tests.test_diagrams import mermaid_blocks
 
 # Every notebook of the series; E2E_NOTEBOOKS (paths separated by os.pathsep) picks others.
@@ -212,19 +211,14 @@ def _children() -> set[int]:
 
 @pytest.fixture(scope="module")
 def browser(long_lived_processes):
-    """Headless Chromium (or Chrome) driven by Playwright, one for the module; never downloaded."""
-    executable = require_browser()
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.fail(
-            "the browser test needs Playwright: `make setup` or `pip install -e '.[dev]'`", pytrace=False
-        )
+    """Headless Chromium driven by Playwright, one for the module (:func:`tests.e2e.lab.chromium`)."""
+    from playwright.sync_api import sync_playwright
+
     before = _children()
     with sync_playwright() as playwright:
         driver = _new_children(before)  # Playwright's driver, parent of Chromium's processes
         long_lived_processes.update(dict.fromkeys(driver, True))
-        browser = playwright.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
+        browser = playwright.chromium.launch(executable_path=chromium(), headless=True, args=CHROMIUM_ARGS)
         try:
             yield browser
         finally:
@@ -253,9 +247,18 @@ def lab(tmp_path_factory, long_lived_processes):
             long_lived_processes.pop(server.process.pid, None)
 
 
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("e2e-screenshots")
+
+
 @pytest.mark.timeout(RUN_TIMEOUT + 150)
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_notebook_runs_in_jupyterlab(path, context, lab, screenshot_dir, e2e_report):
+@pytest.mark.parametrize("path", NOTEBOOKS[0::2], ids=lambda p: p.name)
+def test_notebook_runs_in_jupyterlab(path, context, lab, shots):
+    run_in_jupyterlab(path, context, lab, shots)
+
+
+def run_in_jupyterlab(path: Path, context, lab, shots: Path) -> None:
     code = _code(path)
     # The whole folder, as a learner has it: relative links between notebooks resolve, and 00's map
     # check sees every notebook. Only ``path`` is opened and run, in a workspace of its own (a
@@ -283,7 +286,7 @@ def test_notebook_runs_in_jupyterlab(path, context, lab, screenshot_dir, e2e_rep
         seconds = time.monotonic() - started
         page.wait_for_timeout(1000)  # let widget views and images attach
         diagrams = _wait_for_diagrams(page, _diagrams(path))
-        page.screenshot(path=str(screenshot_dir / f"{path.stem}.png"))
+        page.screenshot(path=str(shots / f"{path.stem}.png"))
         dom = page.evaluate(DOM_JS)
 
         errors = [
@@ -314,18 +317,19 @@ def test_notebook_runs_in_jupyterlab(path, context, lab, screenshot_dir, e2e_rep
             assert dom["controls"] >= 1, f"{path.name} uses ipywidgets, but no live control rendered: {dom}"
             moved = _move_a_control(page)
             page.wait_for_timeout(500)
-            page.screenshot(path=str(screenshot_dir / f"{path.stem}-widget.png"))
+            page.screenshot(path=str(shots / f"{path.stem}-widget.png"))
         after = page.evaluate(STATE_JS)
         late_errors = [o for c in after["cells"] for o in c["outputs"] if o["type"] == "error"]
         assert not late_errors, f"moving a control raised: {late_errors}"
-        e2e_report.append(
+        print(
             f"{path.name}: Run All {seconds:.1f} s, {len(state['cells'])} code cells, "
             f"{dom['controls']} widget controls, {dom['images']} images, "
             f"{diagrams['drawn']}/{_diagrams(path)} diagrams drawn, moved: {moved or 'none'}"
         )
     except BaseException:
         with contextlib.suppress(Exception):
-            page.screenshot(path=str(screenshot_dir / f"{path.stem}-FAILED.png"))
+            page.screenshot(path=str(shots / f"{path.stem}-FAILED.png"))
+        print(f"screenshots: {shots}")
         raise
     finally:
         page.close()
