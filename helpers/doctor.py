@@ -304,13 +304,13 @@ def _check_versions(python: str | None = None, torch_version: str | None = None)
 
 
 def _check_start_method() -> Finding:
-    env_var = "MP_DEFAULT_START_METHOD"  # the test suite's switch (tests/portability.py)
+    env_var = "MP_DEFAULT_START_METHOD"  # the test suite's switch (conftest.py)
     platform_default = mp.get_all_start_methods()[0]
     effective = default_start_method()
     measured = f"{effective} (platform default {platform_default}; Python 3.14+ on Linux: forkserver)"
     if effective != platform_default:
         forced_by_env = os.environ.get(env_var, "").strip() == effective
-        why = f"{env_var}={effective} (tests/portability.py)" if forced_by_env else "set_start_method()"
+        why = f"{env_var}={effective} (conftest.py)" if forced_by_env else "set_start_method()"
         return _finding("default start method", "warn", f"{effective}, forced by {why}; {measured}")
     return _finding("default start method", "ok", measured)
 
