@@ -236,7 +236,7 @@ def train_uneven(
                 model(torch.ones(8, 4)).sum().backward()  # all-reduce of the gradients: every rank
                 optimizer.step()
         dist.barrier()  # e.g. before rank 0 saves a checkpoint
-        print(f"rank {rank}: {batches[rank]} batches, weight sum {model.module.weight.sum().item():.4f}")
+        print(f"rank {rank}: {batches[rank]} batches, weight sum {model.module.weight.sum():.4f}", flush=True)
     finally:
         dist.destroy_process_group()
 
