@@ -117,6 +117,13 @@ ERROR_INDEX: tuple[IndexEntry, ...] = (
         "a full `/dev/shm` with torch before PR #161910",
     ),
     IndexEntry(
+        "RuntimeError: DataLoader timed out after 1 seconds",
+        "worker_raised",
+        "07_dataloader_workers.ipynb",
+        "5.",
+        "a worker took longer than the loader's `timeout` for one batch (a stuck or slow Dataset)",
+    ),
+    IndexEntry(
         "torch.multiprocessing.spawn.ProcessRaisedException: -- Process 1 terminated with the following "
         "error:",
         "worker_raised",

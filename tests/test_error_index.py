@@ -207,6 +207,16 @@ def test_the_shm_messages():
     assert _entry("unable to allocate shared memory").message.startswith("RuntimeError: ")
 
 
+def _first_batch_error(loader) -> tuple[str, str]:
+    """The error of ``loader``'s first batch and its cause, as text; the iterator (and so its
+    workers) goes when this returns, since nothing keeps the exception."""
+    try:
+        next(iter(loader))
+    except RuntimeError as error:
+        return f"RuntimeError: {error}", f"RuntimeError: {error.__cause__}"
+    return "no error", ""
+
+
 @needs_fork
 def test_the_bus_error_of_a_dataloader_worker():
     from torch.utils.data import DataLoader
@@ -214,7 +224,18 @@ def test_the_bus_error_of_a_dataloader_worker():
     from helpers.data import SignalsInWorker
 
     loader = DataLoader(SignalsInWorker(signal.SIGBUS), num_workers=1, multiprocessing_context="fork")
-    with pytest.raises(RuntimeError) as caught:
-        next(iter(loader))
-    printed = f"RuntimeError: {caught.value.__cause__}"  # raised "from" the SIGCHLD handler's error
-    assert _matches(printed, _entry("Bus error").message), printed
+    _, cause = _first_batch_error(loader)  # "exited unexpectedly", raised from the SIGCHLD handler's error
+    assert _matches(cause, _entry("Bus error").message), cause
+
+
+@needs_fork
+def test_the_dataloader_timeout():
+    from torch.utils.data import DataLoader
+
+    from helpers.data import SlowSquares
+
+    slow = SlowSquares(1, work=0, delay=1.5)
+    printed, _ = _first_batch_error(
+        DataLoader(slow, num_workers=1, timeout=1, multiprocessing_context="fork")
+    )
+    assert _matches(printed, _entry("DataLoader timed out").message), printed
