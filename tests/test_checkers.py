@@ -45,6 +45,8 @@ WRONG_ANSWERS = [
     ("ex09", "ex09_node_world_size", "LOCAL_WORLD_SIZE counts one node's workers"),
     ("ex09", "ex09_device_by_rank", "pick the GPU with LOCAL_RANK"),
     ("ex09", "ex09_writer_per_node", "one writer per node"),
+    ("ex10", "ex10_first_line", "read the last line of a traceback first"),
+    ("ex10", "ex10_exact_numbers", "ports, pids, ranks and timeouts vary"),
 ]
 
 # What a pass must end with where the check has a second stage (ex09: real torchrun agents, run

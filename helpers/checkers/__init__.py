@@ -38,6 +38,7 @@ from helpers.checkers.ex06_ddp_train import check_ex06
 from helpers.checkers.ex07_iterable_sharding import check_ex07
 from helpers.checkers.ex08_find_the_hang import check_ex08
 from helpers.checkers.ex09_node_roles import check_ex09
+from helpers.checkers.ex10_diagnose import check_ex10
 
 __all__ = [
     "CheckResult",
@@ -54,6 +55,7 @@ __all__ = [
     "check_ex07",
     "check_ex08",
     "check_ex09",
+    "check_ex10",
     "CHECKERS",
 ]
 
@@ -68,5 +70,6 @@ CHECKERS: dict[str, Callable[..., CheckResult]] = {
     "ex07": check_ex07,
     "ex08": check_ex08,
     "ex09": check_ex09,
+    "ex10": check_ex10,
 }
 """Every checker by exercise id, e.g. ``CHECKERS["ex02"]()`` checks ``exercises/ex02_shared_tensor.py``."""

@@ -1,0 +1,419 @@
+"""Notebook 10, the field guide: the workers that reproduce each error, and the index of error messages.
+
+Every function that notebook 10 starts in a child lives here (spawn and forkserver children import
+their target by module and name), and the notebook displays each one before it runs it. The module
+is import-light: torch is imported inside the functions that need it, so a spawn ``Pool`` worker
+that only squares numbers does not pay for importing torch.
+
+:data:`ERROR_INDEX` is the index of error messages that the README and notebook 10's appendix show
+(:func:`error_index_markdown` renders it): each message in the words a user pastes into a search
+box, what it means, and the notebook section that explains it. ``tests/test_error_index.py``
+checks that each section exists and that each message is what this torch and Python print.
+
+Example::
+
+    >>> from helpers.field_guide import CASES, ERROR_INDEX
+    >>> sorted({entry.case for entry in ERROR_INDEX}) == sorted(CASES)
+    True
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+from helpers.processes import _captured_fds
+
+__all__ = [
+    "CASES",
+    "ERROR_INDEX",
+    "error_index_markdown",
+    "preload_ddp",
+    "train_uneven",
+    "reduce_metric",
+    "stderr_of_children",
+    "memory_cgroup",
+    "oom_kills",
+    "allocate_in_cgroup",
+    "sigkill_self",
+    "blas_threads",
+    "square",
+]
+
+CASES: dict[str, str] = {
+    "uneven_inputs": "ranks got different numbers of batches (notebook 10 section 2: DDP's Join)",
+    "one_rank_collective": "a collective called on some ranks only (notebook 10 section 3)",
+    "port_in_use": "two jobs on one rendezvous port (notebook 10 section 4)",
+    "local_rank_argument": "a script that expects --local_rank under the launcher (notebook 10 section 5)",
+    "oom_killed": "a worker killed by the out-of-memory killer (notebook 10 section 6)",
+    "unpicklable_worker": "a notebook worker, an unguarded script (notebook 01 section 4; 10, appendix B)",
+    "cuda_in_fork": "CUDA used in a forked child (notebook 04 section 4, notebook 10 appendix C)",
+    "shm_full": "a full /dev/shm (notebook 08 section 4)",
+    "worker_raised": "a worker raised an exception: its traceback is in the message (notebook 06 section 4)",
+    "too_many_open_files": "the file_descriptor sharing strategy ran out of fds (notebook 02 section 5)",
+}
+"""The cases of notebook 10 (and the errors that other notebooks explain), by name."""
+
+
+@dataclass(frozen=True)
+class IndexEntry:
+    """One row of the index: the message as printed, its case, and where the series explains it."""
+
+    message: str  # the words a user pastes into a search box, exactly as printed
+    case: str  # a key of CASES
+    notebook: str  # file name in notebooks/
+    section: str  # the heading's start: "4." for "## 4. ...", or "Appendix C"
+    meaning: str  # one line: what it means
+
+
+ERROR_INDEX: tuple[IndexEntry, ...] = (
+    IndexEntry(
+        "AttributeError: Can't get attribute 'worker' on <module '__main__' (built-in)>",
+        "unpicklable_worker",
+        "01_start_methods.ipynb",
+        "Appendix: `mp.spawn` with a deadline",
+        "a spawn/forkserver child cannot import a function defined in a notebook (Python 3.11-3.13 wording)",
+    ),
+    IndexEntry(
+        "An attempt has been made to start a new process before the current process has finished "
+        "its bootstrapping phase.",
+        "unpicklable_worker",
+        "01_start_methods.ipynb",
+        "4.",
+        'a script without `if __name__ == "__main__":` under spawn/forkserver',
+    ),
+    IndexEntry(
+        "RuntimeError: Cannot re-initialize CUDA in forked subprocess. To use CUDA with "
+        "multiprocessing, you must use the 'spawn' start method",
+        "cuda_in_fork",
+        "04_fork_and_cuda.ipynb",
+        "4.",
+        "CUDA (even `torch.cuda.is_available()`) ran before a fork",
+    ),
+    IndexEntry(
+        "OSError: [Errno 24] Too many open files",
+        "too_many_open_files",
+        "02_shared_tensors.ipynb",
+        "5.",
+        "one fd per shared storage under `file_descriptor`: raise `ulimit -n` or use `file_system`",
+    ),
+    IndexEntry(
+        "RuntimeError: unable to allocate shared memory(shm) for file",
+        "shm_full",
+        "08_debugging_and_pitfalls.ipynb",
+        "4.",
+        "`/dev/shm` is full (torch 2.13 ends it with `No space left on device (28)`): `--shm-size`",
+    ),
+    IndexEntry(
+        "RuntimeError: DataLoader worker (pid 4242) is killed by signal: Bus error.",
+        "shm_full",
+        "08_debugging_and_pitfalls.ipynb",
+        "Appendix C",
+        "a full `/dev/shm` with torch before PR #161910",
+    ),
+    IndexEntry(
+        "RuntimeError: DataLoader timed out after 1 seconds",
+        "worker_raised",
+        "07_dataloader_workers.ipynb",
+        "5.",
+        "a worker took longer than the loader's `timeout` for one batch (a stuck or slow Dataset)",
+    ),
+    IndexEntry(
+        "torch.multiprocessing.spawn.ProcessRaisedException: -- Process 1 terminated with the following "
+        "error:",
+        "worker_raised",
+        "06_ddp_mp_spawn.ipynb",
+        "4.",
+        "one rank raised; `mp.spawn` shows the first failure it saw, which may be an echo",
+    ),
+    IndexEntry(
+        "torch.multiprocessing.spawn.ProcessExitedException: process 0 terminated with signal SIGKILL",
+        "oom_killed",
+        "10_field_guide.ipynb",
+        "6.",
+        "exit code -9: usually the out-of-memory killer",
+    ),
+    IndexEntry(
+        "torch.distributed.DistNetworkError: The server socket has failed to listen on any local network "
+        "address. port: 29500, useIpv6: false, code: -98, name: EADDRINUSE, message: address already in use",
+        "port_in_use",
+        "10_field_guide.ipynb",
+        "4.",
+        "another job (or a leftover) holds the rendezvous port",
+    ),
+    IndexEntry(
+        "error: unrecognized arguments: --local-rank=0",
+        "local_rank_argument",
+        "10_field_guide.ipynb",
+        "5.",
+        "`torch.distributed.launch` passes `--local-rank`; read `LOCAL_RANK` from the environment",
+    ),
+    IndexEntry(
+        "Timed out waiting 5000ms for recv operation to complete",
+        "uneven_inputs",
+        "10_field_guide.ipynb",
+        "2.",
+        "a gloo collective waited past the group's timeout: a rank is elsewhere (uneven inputs?)",
+    ),
+    IndexEntry(
+        "Connection closed by peer [127.0.0.1]:9141. This is typically caused by a remote worker crashing.",
+        "uneven_inputs",
+        "10_field_guide.ipynb",
+        "2.",
+        "the other rank left (finished or crashed) while this one still communicates",
+    ),
+    IndexEntry(
+        "RuntimeError: [Rank 0]: Ranks 1 failed to pass monitoredBarrier in 4000 ms",
+        "one_rank_collective",
+        "10_field_guide.ipynb",
+        "3.",
+        "with TORCH_DISTRIBUTED_DEBUG=DETAIL: names the ranks that never reached the collective",
+    ),
+)
+"""The index of error messages (README ``## Error messages``, notebook 10 appendix E)."""
+
+
+def error_index_markdown(prefix: str = "notebooks/") -> str:
+    """The index as a Markdown table, as the README and notebook 10 appendix E show it; links
+    are ``prefix`` + the notebook's file name (``""`` from inside notebooks/).
+
+    >>> error_index_markdown().splitlines()[0]
+    '| message | what it means | where |'
+    """
+    rows = ["| message | what it means | where |", "|---|---|---|"]
+    for entry in ERROR_INDEX:
+        number = entry.notebook[:2]
+        where = (
+            f"{number} §{entry.section.rstrip('.')}"
+            if entry.section[0].isdigit()
+            else f"{number}, {entry.section}"
+        )
+        rows.append(f"| `{entry.message}` | {entry.meaning} | [{where}]({prefix}{entry.notebook}) |")
+    return "\n".join(rows)
+
+
+def preload_ddp() -> float:
+    """Import what ``DistributedDataParallel``'s constructor imports (``torch._dynamo``), once, in
+    this process; returns the seconds it took. Forked ranks inherit it (notebook 10's setup).
+
+    In torch 2.13 the first ``DDP(model)`` of a process imports ``torch._dynamo`` (hundreds of
+    modules, seconds on a busy 2-core machine); spawn children pay it in every rank.
+
+    >>> preload_ddp() >= 0
+    True
+    """
+    start = time.perf_counter()
+    import torch._dynamo  # noqa: F401  (what DDP's constructor imports: see the docstring)
+
+    return time.perf_counter() - start
+
+
+def train_uneven(
+    rank: int, world_size: int, port: int, batches: Sequence[int], use_join: bool, timeout: float
+) -> None:
+    """DDP on gloo where rank ``r`` trains ``batches[r]`` batches, then all meet at a barrier
+    (notebook 10 section 2). Without ``use_join`` the rank with more batches waits in backward's
+    all-reduce for ranks that are gone to the barrier: a hang, ended by the group's ``timeout``.
+
+    >>> import torch
+    >>> from helpers.ddp import free_port
+    >>> threads = torch.get_num_threads()  # train_uneven sets one thread
+    >>> train_uneven(0, 1, free_port(), [2], use_join=True, timeout=30)  # doctest: +ELLIPSIS
+    rank 0: 2 batches, weight sum ...
+    >>> torch.set_num_threads(threads)
+    """
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    torch.set_num_threads(1)
+    url, limit = f"tcp://127.0.0.1:{port}", timedelta(seconds=timeout)
+    dist.init_process_group("gloo", url, rank=rank, world_size=world_size, timeout=limit)
+    try:
+        model = DDP(torch.nn.Linear(4, 1))  # rank 0's random weights, copied to every rank
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        with model.join() if use_join else nullcontext():  # Join: finished ranks shadow the others
+            for _ in range(batches[rank]):
+                optimizer.zero_grad()
+                model(torch.ones(8, 4)).sum().backward()  # all-reduce of the gradients: every rank
+                optimizer.step()
+        dist.barrier()  # e.g. before rank 0 saves a checkpoint
+        print(f"rank {rank}: {batches[rank]} batches, weight sum {model.module.weight.sum():.4f}", flush=True)
+    finally:
+        dist.destroy_process_group()
+
+
+def reduce_metric(rank: int, world_size: int, port: int, timeout: float, on_every_rank: bool) -> None:
+    """Sum a metric over the ranks with ``all_reduce``; the bug (``on_every_rank=False``) calls it
+    under ``if rank == 0``, so rank 0 waits for partners that never come until the group's
+    ``timeout`` (notebook 10 section 3).
+
+    >>> from helpers.ddp import free_port
+    >>> reduce_metric(0, 1, free_port(), timeout=30, on_every_rank=False)  # a world of one: no partner
+    rank 0: metric summed over 1 rank(s) = 1.0
+    """
+    import torch
+    import torch.distributed as dist
+
+    url, limit = f"tcp://127.0.0.1:{port}", timedelta(seconds=timeout)
+    dist.init_process_group("gloo", url, rank=rank, world_size=world_size, timeout=limit)
+    try:
+        metric = torch.ones(1)
+        if on_every_rank or rank == 0:  # the bug: `if rank == 0: dist.all_reduce(metric)`
+            dist.all_reduce(metric)  # a collective: every rank of the group must call it
+        else:
+            time.sleep(timeout + 2)  # the other ranks go on with their work
+        if rank == 0:
+            print(f"rank 0: metric summed over {world_size} rank(s) = {metric.item()}")
+    finally:
+        dist.destroy_process_group()
+
+
+@contextmanager
+def stderr_of_children() -> Iterator[Callable[[], str]]:
+    """Send this process's file descriptor 2 to a temp file while the block runs, so the children
+    started inside write their tracebacks there; yields a function that returns what they wrote.
+    Notebook 10 appendix B counts the tracebacks of Pool workers with it.
+
+    >>> import subprocess, sys
+    >>> with stderr_of_children() as written:
+    ...     _ = subprocess.run([sys.executable, "-c", "import sys; sys.stderr.write('oops')"], timeout=60)
+    >>> written()
+    'oops'
+    """
+    if os.name == "posix":  # multiprocessing's long-lived helper must not keep the temp file as its stderr
+        from multiprocessing import resource_tracker
+
+        resource_tracker.ensure_running()
+    with _captured_fds(True) as read:
+        text = ""
+        try:
+            yield lambda: text
+        finally:
+            text = read()
+
+
+def _memory_cgroup_root() -> tuple[Path, int] | None:
+    """This process's memory cgroup folder and the cgroup version (2 or 1), or None."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            return Path("/sys/fs/cgroup/memory") / path.lstrip("/"), 1
+    unified = [line.split(":", 2)[2] for line in lines if line.startswith("0::")]
+    if unified and Path("/sys/fs/cgroup/cgroup.controllers").exists():
+        return Path("/sys/fs/cgroup") / unified[0].lstrip("/"), 2
+    return None
+
+
+@contextmanager
+def memory_cgroup(limit: int, name: str = "field-guide-oom") -> Iterator[Path | None]:
+    """A child memory cgroup of this process's own, limited to ``limit`` bytes; removed on exit.
+
+    Yields its folder, or None where one cannot be made (not Linux, not root, no memory
+    controller). cgroup v2 sets ``memory.max``, v1 ``memory.limit_in_bytes`` (notebook 10 section 6).
+
+    >>> with memory_cgroup(64 << 20) as folder:
+    ...     folder is None or (folder / "cgroup.procs").exists()
+    True
+    """
+    found = _memory_cgroup_root()
+    folder = found[0] / f"{name}-{os.getpid()}" if found else None
+    try:
+        folder.mkdir()
+        limit_file = "memory.max" if found[1] == 2 else "memory.limit_in_bytes"
+        (folder / limit_file).write_text(str(limit))
+        if found[1] == 2:
+            (folder / "memory.swap.max").write_text("0")
+    except (OSError, AttributeError):
+        if folder is not None and folder.exists():
+            folder.rmdir()
+        yield None
+        return
+    try:
+        yield folder
+    finally:
+        for _ in range(50):  # the killed process leaves the cgroup a moment after its death
+            try:
+                folder.rmdir()
+                break
+            except OSError:
+                time.sleep(0.1)
+
+
+def oom_kills(folder: Path) -> int:
+    """How many processes the OOM killer killed in cgroup ``folder``: ``oom_kill`` of
+    ``memory.events`` (cgroup v2) or of ``memory.oom_control`` (v1). Notebook 10 section 6.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     _ = (Path(d) / "memory.events").write_text("oom 1\\noom_kill 1\\n")
+    ...     oom_kills(Path(d))
+    1
+    """
+    events = folder / "memory.events"
+    text = (events if events.exists() else folder / "memory.oom_control").read_text()
+    return int(dict(line.split() for line in text.splitlines() if line.strip()).get("oom_kill", 0))
+
+
+def allocate_in_cgroup(rank: int, folder: str, mib: int) -> None:
+    """Move this process into cgroup ``folder``, then allocate and touch ``mib`` MiB (notebook 10
+    section 6). Past the cgroup's limit the kernel's OOM killer sends SIGKILL: no traceback, no
+    ``finally``, only exit code -9.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:  # a folder that is no cgroup: only the allocation
+    ...     allocate_in_cgroup(0, d, 1)
+    rank 0 holds 1 MiB
+    """
+    Path(folder, "cgroup.procs").write_text(str(os.getpid()))  # as if the container had this limit
+    memory = bytearray(mib << 20)  # zero-filled: every page is touched
+    print(f"rank {rank} holds {len(memory) >> 20} MiB")
+
+
+def sigkill_self(rank: int = 0) -> None:
+    """The stand-in for the OOM killer where no cgroup can be made (notebook 10 section 6): this
+    process sends itself SIGKILL, the signal the OOM killer sends. Not the kernel's decision: labelled.
+    POSIX only; run it in a child.
+
+    >>> import multiprocessing
+    >>> child = multiprocessing.get_context("spawn").Process(target=sigkill_self)
+    >>> child.start(); child.join(60); child.exitcode
+    -9
+    """
+    import signal
+
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def blas_threads(limit: int | None = None) -> tuple[int, int]:
+    """``(pid, threads)``: the threads of NumPy's BLAS pool in this process, as ``threadpoolctl``
+    reports them, optionally capped at ``limit`` first (notebook 10 appendix A).
+
+    >>> blas_threads(limit=1)[1]
+    1
+    """
+    import numpy  # noqa: F401  (loads the BLAS library that threadpoolctl inspects)
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    if limit is not None:
+        threadpool_limits(limit)  # the fix, in the worker: one BLAS thread per process
+    pools = [pool for pool in threadpool_info() if pool["user_api"] == "blas"]
+    return os.getpid(), sum(pool["num_threads"] for pool in pools)
+
+
+def square(x: int) -> int:
+    """One job for a spawn ``Pool`` (notebook 10 appendix B): defined in a module, so it imports.
+
+    >>> square(4)
+    16
+    """
+    return x * x

@@ -1,0 +1,241 @@
+"""The index of error messages (README ``## Error messages``, notebook 10 appendix E) is true.
+
+Each linked section exists (the notebook and its heading); the README and notebook 10 show the
+table as ``helpers.field_guide`` renders it; and each message is what this torch and Python print,
+produced in a bounded child where that is cheap on CPU (numbers such as ports, pids, ranks and
+timeouts may differ), or read from the installed torch where producing it needs a GPU or an old torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import contextlib
+import errno
+import inspect
+import io
+import mmap
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import nbformat
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+from helpers.ddp import free_port
+from helpers.field_guide import ERROR_INDEX, error_index_markdown, reduce_metric
+from helpers.processes import run_python_script
+
+ROOT = Path(__file__).resolve().parents[1]
+LINUX_FORK = sys.platform == "linux" and "fork" in mp.get_all_start_methods()
+needs_fork = pytest.mark.skipif(not LINUX_FORK, reason="the ranks are forked (Linux)")
+
+
+def _entry(case_words: str):
+    (entry,) = [e for e in ERROR_INDEX if case_words in e.message]
+    return entry
+
+
+def _matches(printed: str, message: str) -> bool:
+    """True when ``message`` occurs in ``printed``, with any numbers and any runs of whitespace.
+
+    >>> _matches("RuntimeError: Timed out waiting 3000ms for recv", "Timed out waiting 5000ms for recv")
+    True
+    >>> _matches("port: 80, code: -98", "port: 29500, code: -99")
+    False
+    """
+    pattern = r"\s+".join(re.sub(r"\d+", r"\\d+", re.escape(word)) for word in message.split())
+    return re.search(pattern, " ".join(printed.split())) is not None and _same_errno(printed, message)
+
+
+def _same_errno(printed: str, message: str) -> bool:
+    """Error numbers (``code: -98``, ``[Errno 24]``, ``(28)``) must be the same, not any number."""
+    codes = re.compile(r"code: -?\d+|\[Errno \d+\]|\(\d+\)$")
+    return set(codes.findall(message)) <= set(codes.findall(" ".join(printed.split())))
+
+
+def _headings(notebook: str) -> list[str]:
+    nb = nbformat.read(ROOT / "notebooks" / notebook, as_version=4)
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    return [line[3:].strip() for line in text.splitlines() if line.startswith("## ")]
+
+
+@pytest.mark.parametrize("entry", ERROR_INDEX, ids=lambda e: f"{e.notebook[:2]} {e.section}")
+def test_each_message_links_a_section_that_exists(entry):
+    assert (ROOT / "notebooks" / entry.notebook).exists(), entry.notebook
+    headings = _headings(entry.notebook)
+    assert any(h.startswith(entry.section) for h in headings), f"{entry.notebook}: no '## {entry.section}...'"
+
+
+def test_the_readme_and_notebook_10_show_the_index():
+    assert error_index_markdown("notebooks/") in (ROOT / "README.md").read_text()
+    nb = nbformat.read(ROOT / "notebooks" / "10_field_guide.ipynb", as_version=4)
+    assert any(error_index_markdown("") in c.source for c in nb.cells if c.cell_type == "markdown")
+
+
+def _raised(fn, args=(), nprocs=1) -> str:
+    """``fn`` in ``nprocs`` forked ranks; what the parent gets, as the traceback's last line prints it."""
+    try:
+        mp.start_processes(fn, args=args, nprocs=nprocs, start_method="fork")
+    except Exception as error:  # noqa: BLE001 (any exception is the message under test)
+        return f"{type(error).__module__}.{type(error).__qualname__}: {error}"
+    return "no error"
+
+
+def _raise_value_error(rank: int) -> None:
+    raise ValueError("on purpose")
+
+
+def _kill_myself(rank: int) -> None:
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _all_reduce_then_leave(rank: int, port: int) -> None:
+    """Rank 1 leaves at once; rank 0 all-reduces with a partner that is gone."""
+    url = f"tcp://127.0.0.1:{port}"
+    dist.init_process_group("gloo", url, rank=rank, world_size=2, timeout=timedelta(seconds=30))
+    try:
+        if rank == 0:
+            time.sleep(0.5)
+            dist.all_reduce(torch.ones(1))
+    finally:
+        dist.destroy_process_group()
+
+
+@needs_fork
+def test_the_spawn_exceptions():
+    raised = _raised(_raise_value_error)
+    assert _matches(raised, _entry("ProcessRaisedException").message), raised
+    exited = _raised(_kill_myself)
+    assert _matches(exited, _entry("signal SIGKILL").message), exited
+
+
+@needs_fork
+def test_the_gloo_messages():
+    timed_out = _raised(reduce_metric, args=(2, free_port(), 2, False), nprocs=2)
+    assert _matches(timed_out, _entry("Timed out waiting").message), timed_out
+    closed = _raised(_all_reduce_then_leave, args=(free_port(),), nprocs=2)
+    assert _matches(closed, _entry("Connection closed by peer").message), closed
+
+
+@needs_fork
+def test_the_detail_message(monkeypatch):
+    monkeypatch.setenv("TORCH_DISTRIBUTED_DEBUG", "DETAIL")
+    dist.set_debug_level_from_env()
+    try:
+        detail = _raised(reduce_metric, args=(2, free_port(), 2, False), nprocs=2)
+    finally:
+        monkeypatch.delenv("TORCH_DISTRIBUTED_DEBUG")
+        dist.set_debug_level_from_env()
+    assert _matches(detail, _entry("monitoredBarrier").message.replace("4000", "2000")), detail
+
+
+def test_the_port_clash():
+    with socket.create_server(("127.0.0.1", 0)) as held:
+        port = held.getsockname()[1]
+        with pytest.raises(dist.DistNetworkError) as caught:
+            dist.TCPStore("127.0.0.1", port, 1, True, timeout=timedelta(seconds=10))
+    printed = f"{type(caught.value).__module__}.{type(caught.value).__qualname__}: {caught.value}"
+    assert _matches(printed, _entry("EADDRINUSE").message), printed
+
+
+def test_the_local_rank_argument():
+    # torch.distributed.launch adds `--local-rank=N` unless --use-env (torchrun never does):
+    from torch.distributed import run
+
+    assert 'cmd_args.append(f"--local-rank={macros.local_rank}")' in inspect.getsource(run)
+    parser = argparse.ArgumentParser(prog="train.py")
+    parser.add_argument("--local_rank", type=int, default=0)
+    stderr = io.StringIO()
+    with contextlib.redirect_stderr(stderr), pytest.raises(SystemExit):
+        parser.parse_args(["--local-rank=0"])
+    assert _matches(stderr.getvalue(), _entry("--local-rank").message), stderr.getvalue()
+
+
+@pytest.mark.skipif(
+    sys.version_info >= (3, 14), reason="Python 3.14 words it: module '__main__' has no attribute"
+)
+def test_the_notebook_worker_and_the_unguarded_script():
+    # What a spawn child does with a function pickled from a notebook's __main__: look it up by name.
+    child = subprocess.run(
+        [sys.executable, "-c", "import pickle; pickle.loads(b'c__main__\\nworker\\n.')"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert _matches(child.stderr, _entry("Can't get attribute").message), child.stderr
+    unguarded = run_python_script(
+        "import multiprocessing as mp\n"
+        "p = mp.get_context('spawn').Process(target=print)\np.start()\np.join(30)\n",
+        timeout=60,
+    )
+    assert _matches(unguarded.stderr, _entry("bootstrapping phase").message), unguarded.stderr
+
+
+def test_too_many_open_files():
+    child = subprocess.run(
+        [sys.executable, "-c", "import resource; resource.setrlimit(resource.RLIMIT_NOFILE, (16, 16))\n"
+         "files = [open('/dev/null') for _ in range(32)]"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert errno.EMFILE == 24
+    assert _matches(child.stderr, _entry("Too many open files").message), child.stderr
+
+
+def test_the_cuda_message_as_this_torch_raises_it():
+    tree = ast.parse(inspect.getsource(torch.cuda._lazy_init).strip())
+    raises = [
+        node.exc for node in ast.walk(tree) if isinstance(node, ast.Raise) and "forked" in ast.unparse(node)
+    ]
+    (call,) = raises
+    printed = f"{call.func.id}: {call.args[0].value}"
+    assert _matches(printed, _entry("Cannot re-initialize CUDA").message), printed
+
+
+def test_the_shm_messages():
+    # torch 2.13's message is built in C++ (MapAllocator); its text is in libtorch_cpu.
+    library = next(Path(torch.__file__).parent.joinpath("lib").glob("libtorch_cpu.*"))
+    with library.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        assert data.find(b"unable to allocate shared memory(shm) for file <") != -1
+    assert _entry("unable to allocate shared memory").message.startswith("RuntimeError: ")
+
+
+def _first_batch_error(loader) -> tuple[str, str]:
+    """The error of ``loader``'s first batch and its cause, as text; the iterator (and so its
+    workers) goes when this returns, since nothing keeps the exception."""
+    try:
+        next(iter(loader))
+    except RuntimeError as error:
+        return f"RuntimeError: {error}", f"RuntimeError: {error.__cause__}"
+    return "no error", ""
+
+
+@needs_fork
+def test_the_bus_error_of_a_dataloader_worker():
+    from torch.utils.data import DataLoader
+
+    from helpers.data import SignalsInWorker
+
+    loader = DataLoader(SignalsInWorker(signal.SIGBUS), num_workers=1, multiprocessing_context="fork")
+    _, cause = _first_batch_error(loader)  # "exited unexpectedly", raised from the SIGCHLD handler's error
+    assert _matches(cause, _entry("Bus error").message), cause
+
+
+@needs_fork
+def test_the_dataloader_timeout():
+    from torch.utils.data import DataLoader
+
+    from helpers.data import SlowSquares
+
+    slow = SlowSquares(1, work=0, delay=1.5)
+    printed, _ = _first_batch_error(
+        DataLoader(slow, num_workers=1, timeout=1, multiprocessing_context="fork")
+    )
+    assert _matches(printed, _entry("DataLoader timed out").message), printed
