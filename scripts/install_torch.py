@@ -260,10 +260,10 @@ def main(argv: list[str] | None = None) -> int:
         fell_back = False
         if plan.index and _run(commands.pop(0)) != 0:
             plan, fell_back = choose(system, args.build, gpu, False), True
-        installed = _installed(args.python)
         cuda_wanted = plan.build == "default" and (args.build == "cuda" or gpu)
-        if cuda_wanted and installed and installed[0].endswith("+cpu"):
-            _run([args.python, "-m", "pip", "uninstall", "--yes", "--quiet", "torch"])  # cpu -> default
+        installed = _installed(args.python) if cuda_wanted else None
+        if installed and installed[0].endswith("+cpu"):  # a CPU build satisfies torch==VERSION: replace it
+            _run([args.python, "-m", "pip", "uninstall", "--yes", "torch"])
         if _run(commands[-1]) != 0:
             return 1
     installed = _installed(args.python)
