@@ -1,26 +1,36 @@
 # The two commands a newcomer needs: `make lab` and `make test`. Each sets itself up.
 PYTHON ?= python3
-TORCH_VERSION ?= 2.13.0
 VENV := .venv
 PY := $(VENV)/bin/python
-# One stamp per torch version: `make test TORCH_VERSION=2.14.1` installs that version into .venv and
-# runs the suite on it; the next plain `make test` puts the pinned one back.
-STAMP := $(VENV)/.installed-torch-$(TORCH_VERSION)
+# The lock: the exact set CI passes with (`make lock` refreshes it). The default torch is its pin for
+# this Python (2.15.0; 2.14.1 on Python 3.10, which torch 2.15 does not support).
+LOCK := requirements/constraints.txt
+ifeq ($(origin TORCH_VERSION),undefined)
+TORCH_VERSION := $(shell $(PYTHON) scripts/install_torch.py --locked-version)
+endif
+# Which build (scripts/install_torch.py): auto = the CPU build from PyTorch's CPU-only index on Linux
+# without an NVIDIA GPU, else the default build; cpu; cuda (the default build, CUDA on Linux).
+TORCH_BUILD ?= auto
+# One stamp per torch version and build: `make test TORCH_VERSION=2.14.1` installs that version into
+# .venv and runs the suite on it; the next plain `make test` puts the locked one back.
+STAMP := $(VENV)/.installed-torch-$(TORCH_VERSION)-$(TORCH_BUILD)
 # Per-cell limit for nbmake: a stuck cell fails the run instead of hanging it.
 CELL_TIMEOUT ?= 120
 
 .PHONY: setup lab test lint unit notebooks e2e html clean test-spawn test-forkserver unit-spawn unit-forkserver api-docs \
-	test-cluster
+	test-cluster lock
 
 setup: $(STAMP)
 
-# Reinstalls only when pyproject.toml or the JupyterLab settings change. torch is pinned here (not in
-# pyproject.toml) so a CPU machine takes the local CPU wheel instead of the registry's multi-GB CUDA
-# build. The venv's JupyterLab default settings go to its etc/jupyter (README, "JupyterLab setting").
+# Reinstalls only when pyproject.toml, the lock, the install script or the JupyterLab settings change.
+# scripts/install_torch.py installs torch (the build TORCH_BUILD picks; where PyTorch's CPU-only index
+# cannot be reached, what the configured indexes offer, said in one line), then the project and its
+# dev tools within the lock. The venv's JupyterLab default settings go to its etc/jupyter (README,
+# "JupyterLab setting").
 LAB_OVERRIDES := jupyter-config/labconfig/default_setting_overrides.json
-$(STAMP): pyproject.toml $(LAB_OVERRIDES)
+$(STAMP): pyproject.toml $(LOCK) scripts/install_torch.py $(LAB_OVERRIDES)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet -e '.[dev]' 'torch==$(TORCH_VERSION)'
+	$(PY) scripts/install_torch.py --version $(TORCH_VERSION) --build $(TORCH_BUILD)
 	install -D -m 644 $(LAB_OVERRIDES) $(VENV)/etc/jupyter/labconfig/default_setting_overrides.json
 	rm -f $(VENV)/.installed-torch-*
 	touch $(STAMP)
@@ -106,6 +116,14 @@ unit-spawn unit-forkserver: unit-%: $(STAMP)
 test-cluster: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[cluster]'
 	$(PY) -m pytest tests/test_cluster_ray.py
+
+# Refreshes the lock from the package index: the newest versions pyproject.toml allows, for every
+# Python from 3.10 and every platform (markers where they differ), with uv (installed into .venv).
+lock:
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet uv
+	$(VENV)/bin/uv pip compile pyproject.toml --extra dev --universal --python-version 3.10 --upgrade \
+		--custom-compile-command "make lock" --quiet -o $(LOCK)
 
 # Regenerates docs/API.md from the helpers modules (tests/test_api_reference.py fails when it is stale).
 api-docs: $(STAMP)

@@ -53,9 +53,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from helpers.environment import (  # the cgroup readers live with the other facts about this machine
+    TESTED_PYTHONS,
+    TESTED_TORCH,
     _cgroup_memory,
     _cgroup_quota,
     default_start_method,
+    kernel_subshells,
+    off_main_thread,
 )
 from helpers.processes import dev_shm_entries, live_children
 
@@ -120,8 +124,10 @@ class Finding:
 _ABOUT = {
     "python and torch": (
         "Python changes multiprocessing's defaults (3.14: forkserver on Linux) and its messages; "
-        "the series is measured on Python 3.10-3.13 with torch 2.11-2.14.",
-        "Use a tested pair, or read the notebooks' version notes for yours.",
+        "the series is tested on Python 3.10-3.14 with torch 2.11 to 2.15.0 (helpers.environment's "
+        "TESTED_TORCH), and a newer torch may change what a notebook shows.",
+        "Use a tested pair: if a notebook fails on a newer torch, pin the tested one "
+        "(pip install torch==2.15.0, or make test TORCH_VERSION=2.15.0) and read the version notes.",
         "00 §Your environment",
         "CPython gh-84559 (3.14 default start method); torch release notes",
     ),
@@ -246,7 +252,8 @@ _ABOUT = {
     "Jupyter kernel": (
         "In a notebook, functions defined in cells live in __main__, which spawn/forkserver "
         "children cannot import; a worker's traceback may land in the terminal, not the cell.",
-        "Put workers in a module and import them (helpers/ does this); run a script for long jobs.",
+        "Put workers in a module and import them (helpers/ does this); run a script for long jobs. "
+        "Subshells: in JupyterLab, Settings Editor > Kernels > 'Kernel Comms over subshells' > Disabled.",
         "01 §3 A worker defined in the notebook fails under spawn; 07 §6 What a spawn worker receives",
         "pytorch#5301, pytorch#51344; Python docs 'multiprocessing: interactive interpreter'",
     ),
@@ -295,9 +302,18 @@ def _check_versions(python: str | None = None, torch_version: str | None = None)
     th = tuple(int(p) for p in re.findall(r"\d+", torch_version)[:2])
     build = f"CUDA {torch.version.cuda}" if torch.version.cuda else "CPU build"
     measured = f"Python {python}, torch {torch_version} ({build})"
-    if py >= (3, 14) and sys.platform.startswith("linux"):
-        return _finding("python and torch", "warn", measured + "; the Linux default is now forkserver")
-    tested = (3, 10) <= py <= (3, 13) and (2, 11) <= th <= (2, 14)
+    newest = tuple(int(p) for p in re.findall(r"\d+", TESTED_TORCH)[:3])
+    full = tuple(int(p) for p in re.findall(r"\d+", torch_version.split("+")[0])[:3])
+    if full > newest:
+        return _finding(
+            "python and torch",
+            "warn",
+            f"{measured}: newer than {TESTED_TORCH}, the newest torch the series was tested on; if a "
+            f"notebook fails, pin that one: pip install torch=={TESTED_TORCH}",
+        )
+    tested = TESTED_PYTHONS[0] <= py <= TESTED_PYTHONS[1] and (2, 11) <= th
+    if tested and py >= (3, 14) and sys.platform.startswith("linux"):
+        measured += " (tested; the Linux default start method is now forkserver)"
     return _finding(
         "python and torch", "ok" if tested else "warn", measured + ("" if tested else ", untested")
     )
@@ -811,6 +827,16 @@ def _check_kernel(pid: int | None) -> Finding:
         if not risky
         else "a worker defined in a cell fails in the child"
     )
+    subshells = kernel_subshells() if pid is None else None
+    if subshells or (pid is None and off_main_thread()):
+        # JupyterLab 4.4+ with ipykernel 7: widget callbacks run there, off the main thread, where
+        # torch installs no signal handlers (the DataLoader's SIGCHLD, torchrun's SIGTERM/SIGINT).
+        risky = True
+        measured += (
+            f"; {len(subshells or [])} kernel subshell(s), this check on thread "
+            f"{threading.current_thread().name!r}: widget callbacks run off the main thread, "
+            "without torch's main-thread signal handlers"
+        )
     return _finding("Jupyter kernel", "warn" if risky else "ok", measured)
 
 

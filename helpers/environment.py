@@ -21,9 +21,26 @@ import platform
 import re
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
-__all__ = ["default_start_method", "environment_report", "format_report", "cuda_report"]
+__all__ = [
+    "TESTED_PYTHONS",
+    "TESTED_TORCH",
+    "default_start_method",
+    "environment_report",
+    "format_report",
+    "cuda_report",
+    "kernel_subshells",
+    "off_main_thread",
+    "warn_if_off_main_thread",
+]
+
+# The newest torch the whole suite has passed on: the lock's pin (requirements/constraints.txt;
+# tests/test_install.py keeps them equal). The doctor says when the running torch is newer.
+TESTED_TORCH = "2.15.0"
+# The Pythons the suite runs on (oldest, newest); torch 2.15 itself needs 3.11 or newer.
+TESTED_PYTHONS = ((3, 10), (3, 14))
 
 # Run in a separate interpreter so this process never initialises CUDA (that would make later
 # fork children that touch CUDA fail; see notebook 04).
@@ -50,6 +67,67 @@ def default_start_method() -> str:
     True
     """
     return mp.get_start_method(allow_none=True) or mp.get_all_start_methods()[0]
+
+
+# --- Widget callbacks off the main thread (JupyterLab 4.4+ with ipykernel 7: kernel subshells) ------
+
+_SUBSHELL_NOTICE = (
+    "Note: this widget runs its code on a kernel subshell thread, not the kernel's main thread "
+    "(JupyterLab 4.4 and newer with ipykernel 7 do this by default). torch sets some safety nets "
+    "only from the main thread: a DataLoader started here learns that a worker crashed only from "
+    "its own check every 5 seconds, and torchrun's launcher run here does not install its handlers "
+    "for Ctrl-C and SIGTERM; a plot drawn here can also come out half drawn. To run widgets "
+    "on the main thread, in JupyterLab: Settings > Settings Editor > Kernels > 'Kernel Comms over "
+    "subshells' > Disabled, then reload the page (`make lab` sets this for you)."
+)
+_noticed = threading.Event()
+
+
+def off_main_thread() -> bool:
+    """Whether this code runs off the interpreter's main thread (in a kernel: on a subshell).
+
+    ipykernel 7 serves each kernel subshell on its own thread (named ``subshell-ID``), and
+    JupyterLab 4.4+ sends widget messages to one by default, so a widget's callback runs there.
+    Handlers that Python lets only the main thread install (``signal.signal``) are then skipped.
+    The widgets of notebooks 01 to 07 check it (``warn_if_off_main_thread``).
+
+    >>> off_main_thread()
+    False
+    """
+    return threading.current_thread() is not threading.main_thread()
+
+
+def warn_if_off_main_thread() -> bool:
+    """Print, once per process, what running off the main thread changes and how to turn it off.
+
+    The notebooks' widget callbacks call it first (``helpers.plotting.interact_quietly``). Returns
+    whether this call printed the notice.
+
+    >>> warn_if_off_main_thread()  # on the main thread: nothing to say
+    False
+    """
+    if not off_main_thread() or _noticed.is_set():
+        return False
+    _noticed.set()
+    print(_SUBSHELL_NOTICE, flush=True)
+    return True
+
+
+def kernel_subshells() -> list[str] | None:
+    """The ids of this Jupyter kernel's subshells; None outside an ipykernel kernel.
+
+    Empty where the kernel has none (ipykernel 6, or a front end that does not create them). The
+    doctor's "Jupyter kernel" check reports them (notebook 00, your environment).
+
+    >>> kernel_subshells() is None  # not a kernel here
+    True
+    """
+    app = sys.modules.get("ipykernel.kernelapp")
+    if app is None or not app.IPKernelApp.initialized():
+        return None
+    thread = getattr(app.IPKernelApp.instance().kernel, "shell_channel_thread", None)
+    manager = getattr(thread, "manager", None)
+    return manager.list_subshell() if manager is not None else []
 
 
 # --- cgroup limits (the doctor's CPU-threads and memory checks): a container's real CPUs and memory ---

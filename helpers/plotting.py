@@ -8,6 +8,7 @@ Example::
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -92,6 +93,10 @@ def interact_quietly(callback: Callable, **controls) -> Callable:
     scripts; plain ``interact`` would also display that return value (a long dataclass repr, say)
     under every plot. Returns ``callback``, as ``interact`` does.
 
+    Each call first checks its thread: where the front end runs widgets on a kernel subshell
+    (JupyterLab 4.4+ with ipykernel 7), it prints once what that changes and how to turn it off
+    (``helpers.environment.warn_if_off_main_thread``).
+
     >>> import contextlib, io
     >>> from ipywidgets import IntSlider
     >>> shown = io.StringIO()  # outside Jupyter, display() prints
@@ -102,4 +107,12 @@ def interact_quietly(callback: Callable, **controls) -> Callable:
     """
     from ipywidgets import interact
 
-    return interact.options(auto_display=False)(callback, **controls)
+    from helpers.environment import warn_if_off_main_thread
+
+    @functools.wraps(callback)
+    def checked(*args, **kwargs):
+        warn_if_off_main_thread()
+        return callback(*args, **kwargs)
+
+    interact.options(auto_display=False)(checked, **controls)
+    return callback

@@ -137,11 +137,21 @@ def test_versions_in_the_tested_range_pass():
 
 def test_versions_outside_the_tested_range_warn():
     assert doctor._check_versions(python="3.9.1", torch_version="2.13.0").status == "warn"
+    assert doctor._check_versions(python="3.15.0", torch_version="2.15.0").status == "warn"
     assert doctor._check_versions(python="3.11.7", torch_version="2.4.0").status == "warn"
-    assert doctor._check_versions(python="3.11.7", torch_version="2.15.0").status == "warn"
-    assert doctor._check_versions(python="3.11.7", torch_version="2.14.1").status == "ok"
-    newer = doctor._check_versions(python="3.14.0", torch_version="2.13.0")
-    assert newer.status == "warn" and (not LINUX or "forkserver" in newer.measured)
+    for tested in ("2.11.0", "2.14.1", "2.15.0", "2.15.0+cpu"):
+        assert doctor._check_versions(python="3.11.7", torch_version=tested).status == "ok", tested
+    on_314 = doctor._check_versions(python="3.14.0", torch_version="2.15.0")
+    assert on_314.status == "ok" and (not LINUX or "forkserver" in on_314.measured)
+
+
+def test_a_torch_newer_than_the_tested_one_says_what_to_pin():
+    for newer in ("2.15.1", "2.16.0", "2.16.0.dev20261201+cpu"):
+        finding = doctor._check_versions(python="3.11.7", torch_version=newer)
+        assert finding.status == "warn", newer
+        assert f"newer than {environment.TESTED_TORCH}" in finding.measured
+        assert f"pip install torch=={environment.TESTED_TORCH}" in finding.measured
+        assert "make test TORCH_VERSION=" in finding.fix
 
 
 def test_the_platform_default_start_method_passes():
@@ -539,6 +549,58 @@ def test_inside_a_kernel_with_spawn_the_kernel_check_warns():
         assert text.startswith("warn | a Jupyter kernel, default start method spawn"), text
         from_outside = one("Jupyter kernel", pid=manager.provisioner.process.pid)
         assert from_outside.status == "warn" and "unknown from outside" in from_outside.measured
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+
+
+def _execute_on(client, code: str, subshell_id: str | None = None, timeout: float = 60.0) -> str:
+    """Runs `code` in the kernel, on a subshell when given (as JupyterLab sends widget messages)."""
+    msg = client.session.msg("execute_request", {"code": code, "silent": False, "store_history": False})
+    if subshell_id is not None:
+        msg["header"]["subshell_id"] = subshell_id
+    client.shell_channel.send(msg)
+    text, deadline = [], time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        out = client.get_iopub_msg(timeout=deadline - time.monotonic())
+        if out["parent_header"].get("msg_id") != msg["header"]["msg_id"]:
+            continue
+        if out["msg_type"] in ("stream", "error"):
+            text.append(out["content"].get("text") or "\n".join(out["content"].get("traceback", [])))
+        if out["msg_type"] == "status" and out["content"]["execution_state"] == "idle":
+            return "".join(text)
+    raise TimeoutError(f"no reply to {code!r}")
+
+
+def test_on_a_kernel_subshell_the_kernel_check_warns_and_widgets_say_so_once():
+    # What JupyterLab 4.4+ does with widget messages, done by hand: ask ipykernel 7 for a subshell
+    # (control channel), then run code on it. The main thread stays quiet and "ok".
+    from jupyter_client.manager import start_new_kernel
+
+    manager, client = start_new_kernel(kernel_name="python3", startup_timeout=120)
+    try:
+        setup = (
+            "from helpers.doctor import check\n"
+            "from helpers.environment import kernel_subshells, warn_if_off_main_thread\n"
+            "def report():\n"
+            "    f = check(only=['Jupyter kernel'])[0]\n"
+            "    print(f.status, '|', f.measured, '|', kernel_subshells(), '|', warn_if_off_main_thread())\n"
+        )
+        on_main = _execute_on(client, setup + "report()")
+        assert on_main.startswith("ok | a Jupyter kernel"), on_main
+        assert on_main.rstrip().endswith("| [] | False"), on_main
+        request = client.session.msg("create_subshell_request", {})
+        client.control_channel.send(request)
+        reply = client.control_channel.get_msg(timeout=30)
+        subshell = reply["content"]["subshell_id"]
+        first = _execute_on(client, "report()", subshell)
+        second = _execute_on(client, "report()", subshell)
+        # the notice first (printed while the report line is built), once
+        assert first.startswith("Note: this widget runs its code on a kernel subshell thread"), first
+        assert "'Kernel Comms over subshells' > Disabled" in first and first.rstrip().endswith("| True")
+        assert "\nwarn | a Jupyter kernel" in first and "1 kernel subshell(s)" in first, first
+        assert f"'subshell-{subshell}'" in first and "off the main thread" in first
+        assert second.startswith("warn | a Jupyter kernel") and second.rstrip().endswith("| False"), second
     finally:
         client.stop_channels()
         manager.shutdown_kernel(now=True)

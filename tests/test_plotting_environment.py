@@ -95,3 +95,33 @@ def test_interact_quietly_runs_the_callback_but_does_not_display_its_return_valu
     assert calls == [3]
     # plain interact displays the return value: the reason interact_quietly exists
     assert ("RETURNED-VALUE" in shown.getvalue()) is not quiet
+
+
+def test_a_widget_callback_off_the_main_thread_says_so_once():
+    # A widget message that a kernel subshell serves (JupyterLab 4.4+, ipykernel 7) sets the control's
+    # value on that thread, and the callback runs there: here a plain thread does the same.
+    done = run_python_script(
+        "import threading\n"
+        "from ipywidgets import IntSlider\n"
+        "from helpers.plotting import interact_quietly\n"
+        "calls = []\n"
+        "slider = IntSlider(value=1, max=9)\n"
+        "interact_quietly(lambda n: calls.append((n, threading.current_thread().name)), n=slider)\n"
+        "print('--- main thread done')\n"
+        "def move():\n"
+        "    for n in (2, 3):\n"
+        "        slider.value = n\n"
+        "        print('--- moved to', n)\n"
+        "t = threading.Thread(target=move, name='subshell-test')\n"
+        "t.start(); t.join(30)\n"
+        "slider.value = 4\n"
+        "print(calls)\n"
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert out.count("Note: this widget runs its code on a kernel subshell thread") == 1, out
+    # not on the main thread's first call; on the thread's first change, before its callback ends
+    assert out.index("--- main thread done") < out.index("Note: this widget") < out.index("--- moved to 2")
+    assert "'Kernel Comms over subshells' > Disabled" in out and "DataLoader" in out
+    threads = "[(1, 'MainThread'), (2, 'subshell-test'), (3, 'subshell-test'), (4, 'MainThread')]"
+    assert out.rstrip().endswith(threads), out
