@@ -65,7 +65,7 @@ def work(rank: int, size: int = 200) -> None:
 
 
 def square(x: int) -> int:
-    """One independent job for a ``Pool`` (notebook 01 section 6).
+    """One independent job for a ``Pool`` (notebook 01 section 5).
 
     >>> square(3)
     9
@@ -97,10 +97,10 @@ def whoami(rank: int, results: mp.queues.Queue) -> None:
 def what_i_inherit(rank: int, fd: int, results: mp.queues.Queue) -> None:
     """Put what this child inherited on ``results``: :data:`STATE`, ``$LESSON_VAR``, file ``fd``.
 
-    Notebook 01 section 3: a fork child sees module state changed after import and every open
-    file descriptor (it reads 5 bytes through ``fd``, moving the offset the parent shares); spawn
-    and forkserver children re-import the module and get only the standard streams and what
-    multiprocessing passes them.
+    Notebook 01, "Appendix: what a child inherits, live": a fork child sees module state changed
+    after import and every open file descriptor (it reads 5 bytes through ``fd``, moving the offset
+    the parent shares); spawn and forkserver children re-import the module and get only the
+    standard streams and what multiprocessing passes them.
 
     >>> import queue, tempfile
     >>> q = queue.Queue()
@@ -119,7 +119,7 @@ def what_i_inherit(rank: int, fd: int, results: mp.queues.Queue) -> None:
 
 def report_rank(rank: int, results: mp.queues.Queue) -> None:
     """For ``torch.multiprocessing.spawn``: put ``(rank, pid)`` on ``results``.
-    Notebook 01 section 7 starts it with ``mp.spawn``.
+    Notebook 01 section 6 starts it with ``mp.spawn``.
 
     ``mp.spawn`` calls ``fn(rank, *args)``: the rank comes first, always.
 
@@ -134,7 +134,7 @@ def report_rank(rank: int, results: mp.queues.Queue) -> None:
 
 def fail_on_rank(rank: int, bad_rank: int, others_sleep: float = 30.0) -> None:
     """Raise on ``bad_rank``; the other ranks sleep, so someone must terminate them.
-    Notebook 01 section 1 (the exit codes of a failed and of a hung child) and section 7 (what
+    Notebook 01 section 1 (the exit codes of a failed and of a hung child) and section 6 (what
     ``mp.spawn`` does when one rank fails).
 
     >>> fail_on_rank(0, bad_rank=0)
@@ -244,7 +244,7 @@ def guard_script(guarded: bool, method: str = "spawn") -> str:
     forkserver, Python up to 3.13.7 does the same in each child; from 3.13.8 and 3.14 (CPython
     gh-126631) the forkserver *server* imports the script once when it starts, fails there, and the
     parent's ``start()`` raises (``EOFError`` on 3.13, ``ConnectionResetError`` on 3.14).
-    Notebook 01 section 5.
+    Notebook 01 section 4.
 
     >>> "if __name__" in guard_script(True), "if __name__" in guard_script(False)
     (True, False)

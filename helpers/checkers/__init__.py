@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from helpers.checkers.core import CheckResult
-from helpers.checkers.ex00_choose_tool import EX00_SCENARIOS, EX00_TOOLS, check_ex00
+from helpers.checkers.ex00_first_program import check_ex00
 from helpers.checkers.ex01_start_methods import check_ex01
 from helpers.checkers.ex02_shared_tensor import check_ex02
 from helpers.checkers.ex03_queues import check_ex03
@@ -42,8 +42,6 @@ from helpers.checkers.ex10_diagnose import check_ex10
 
 __all__ = [
     "CheckResult",
-    "EX00_TOOLS",
-    "EX00_SCENARIOS",
     "regression_batch",
     "check_ex00",
     "check_ex01",

@@ -1,8 +1,10 @@
-"""Exercise 03 (notebook 03): a producer that ends with a sentinel; drain the Queue before joining."""
+"""Exercise 03 (notebook 03): producers that end with a sentinel each; a consumer that drains, then joins."""
 
 from __future__ import annotations
 
 import importlib
+import queue
+import time
 from types import ModuleType
 
 from helpers.checkers.core import (
@@ -19,82 +21,131 @@ from helpers.checkers.core import (
 __all__ = ["check_ex03"]
 
 
-def _drain_producer(module_name: str, n_items: int, item_size: int) -> dict:
-    """Run the learner's producer with an in-process queue; report what it put (child side)."""
-    import queue
+def _probe_producer(module_name: str, method: str, n_items: int, wait: float) -> dict:
+    """Child side of check_ex03: run the learner's producer (rank 1) against a consumer written here."""
+    import torch
+    import torch.multiprocessing as mp
 
-    q: queue.Queue = queue.Queue()
-    _resolve(importlib.import_module(module_name), "producer")(q, n_items, item_size)
-    items = []
-    while not q.empty():
-        items.append(q.get_nowait())
-    return {"items": items}
+    producer = _resolve(importlib.import_module(module_name), "producer")
+    ctx = mp.get_context(method)
+    q, done = ctx.Queue(), ctx.Event()
+    proc = ctx.Process(target=producer, args=(1, q, done, n_items))
+    proc.start()
+    report: dict = {"items": [], "sentinel": False}
+    try:
+        for _ in range(n_items + 1):
+            try:
+                item = q.get(timeout=wait)
+            except queue.Empty:
+                break
+            except Exception as exc:  # e.g. the tensor's producer has gone: its memory cannot be opened
+                report["get_error"] = f"{type(exc).__name__}: {exc}".strip(": ")
+                report["exited_before_get"] = proc.exitcode is not None
+                break
+            if item is None:
+                report["sentinel"] = True
+                break
+            ok = isinstance(item, torch.Tensor) and item.shape == (100,) and bool((item == 2.0).all())
+            report["items"].append("ok" if ok else repr(item)[:80])
+        if report["sentinel"]:  # a right producer now waits for done: it must still be running
+            deadline = time.monotonic() + min(wait, 2.0)
+            while proc.is_alive() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            report["alive_after_sentinel"] = proc.is_alive()
+        done.set()
+        proc.join(timeout=wait)
+        report["returned_after_done"] = proc.exitcode is not None
+        report["exitcode"] = proc.exitcode
+    finally:
+        if proc.exitcode is None:
+            proc.kill()
+            proc.join(timeout=5)
+    return report
 
 
 def check_ex03(
     module: str = "exercises.ex03_queues",
-    timeout: float = 15.0,
-    n_items: int = 8,
-    item_size: int = 256 * 1024,
+    timeout: float = 60.0,
+    method: str = "spawn",
 ) -> CheckResult:
-    """Check exercise 03: the producer ends with a sentinel; ``collect`` drains the Queue before joining.
+    """Check exercise 03: one sentinel per producer, producers alive until ``done``, drain before join.
 
-    ``collect`` runs in a child with a ``timeout``: joining before draining deadlocks, and the child
-    (with the producer it started) is killed at the deadline.
+    First the learner's ``producer`` runs alone (in a fork child where the platform has fork),
+    read by the checker's own consumer: its items, its sentinel, whether it is still running after
+    the sentinel and returns once ``done`` is set. Then ``consume(3, 4, method)`` runs in a child of
+    the checker with a ``timeout``, killed with its producers at the deadline (joining before
+    draining waits for ever), and its total is compared with 100 * 4 * (1 + 2 + 3).
 
     Notebook 03, its closing programming exercise.
 
-    >>> check_ex03("solutions.ex03_queues").passed
+    >>> check_ex03("solutions.ex03_queues", method="fork", timeout=20).passed
     True
     """
 
     def body(mod: ModuleType, report: _Report) -> None:
-        expected = [bytes([i % 256]) * item_size for i in range(n_items)]
-        small = _in_child(__name__, "_drain_producer", (module, 3, 4), timeout=timeout)
-        if small.status != "ok":
-            _raise_if_stub_error(small.error)
-            report.fail(f"producer(q, 3, 4) did not finish: {_error_line(small.error) or small.status}")
+        wait = min(10.0, timeout / 3)
+        probe = _in_child(__name__, "_probe_producer", (module, FORK, 3, wait), timeout=timeout)
+        if probe.status != "ok":
+            _raise_if_stub_error(probe.error)
+            report.fail(f"running your producer failed: {_error_line(probe.error) or probe.status}")
             return
-        items = small.value["items"]
-        if not items or items[-1] is not None:
+        got = probe.value
+        keep_alive = (
+            "the consumer opens each tensor's shared memory through the producer that sent it, so a "
+            "producer that has gone makes get() fail. Wait on done (with a timeout) after the sentinel"
+        )
+        if "get_error" in got:
+            gone = " after your producer had exited" if got["exited_before_get"] else ""
+            report.fail(f"reading your producer's items failed{gone} ({got['get_error']}): {keep_alive}")
+            return
+        if any(item != "ok" for item in got["items"]) or len(got["items"]) != 3:
+            bad = [item for item in got["items"] if item != "ok"]
             report.fail(
-                f"producer(q, 3, 4) put {len(items)} items and no sentinel at the end: put None after the "
-                "items, or the consumer cannot know when to stop and waits for ever"
+                f"producer(1, q, done, 3) put {len(got['items'])} items before its sentinel"
+                + (f", among them {bad[0]}" if bad else "")
+                + "; expected 3 tensors torch.full((100,), 2.0) (rank + 1 for rank 1)"
             )
             return
-        if items[:-1] != [bytes([i]) * 4 for i in range(3)]:
-            report.fail(f"producer(q, 3, 4) put {items[:-1]!r}; expected [b'\\x00\\x00\\x00\\x00', ...]")
+        if not got["sentinel"]:
+            report.fail(
+                f"producer(1, q, done, 3) put its 3 items and then nothing for {wait:.0f} s: no sentinel. "
+                "Put None after the items, or the consumer cannot know that this producer has finished"
+            )
             return
-        report.ok("producer puts the items, then the sentinel None")
-        outcome = _in_child(module, "collect", (n_items, item_size, FORK), timeout=timeout)
+        if not got["alive_after_sentinel"]:
+            report.fail(f"your producer exited right after its sentinel, before done was set: {keep_alive}")
+            return
+        if not got["returned_after_done"]:
+            report.fail(
+                f"your producer was still running {wait:.0f} s after done.set(): return once done is set"
+            )
+            return
+        report.ok("producer puts its tensors, one sentinel, and stays alive until done is set")
+
+        expected = 100.0 * 4 * (1 + 2 + 3)
+        outcome = _in_child(module, "consume", (3, 4, method), timeout=timeout)
         if outcome.status == "timeout":
             report.fail(
-                f"collect did not finish within {timeout:.0f} s: did you join the producer before reading "
-                "all its items? A process that has put items on a Queue cannot exit until they have been "
-                "read (its feeder thread waits on the full pipe), so join() waits for ever. Read until the "
-                "sentinel first, then join."
+                f"consume(3, 4) did not return within {timeout:.0f} s: did you join the producers before "
+                "reading all their items? They wait for done, and a process that put items on a Queue "
+                "cannot exit before they are read, so join() waits for ever. Read until you have one "
+                "sentinel per producer, set done, then join (every get and join with a timeout)"
             )
         elif outcome.status != "ok":
             _raise_if_stub_error(outcome.error)
-            report.fail(f"collect failed: {_error_line(outcome.error)}")
+            report.fail(f"consume(3, 4) failed: {_error_line(outcome.error)}")
         elif outcome.value != expected:
-            got = (
-                outcome.value
-                if not isinstance(outcome.value, list)
-                else f"a list of {len(outcome.value)} items"
+            hint = (
+                "did you stop at the first sentinel? Each producer sends its own: count the sentinels and "
+                "stop when you have seen n_producers of them"
+                if isinstance(outcome.value, float) and outcome.value < expected
+                else "add item.sum().item() of every tensor, and skip the sentinels"
             )
-            report.fail(
-                f"collect returned {got}; expected the {n_items} items in order (without the sentinel)"
-            )
-        elif outcome.seconds > min(4.0, timeout / 2):
-            report.fail(
-                f"collect returned the right items but took {outcome.seconds:.1f} s: it waited for a join "
-                "timeout. Read until the sentinel first, then join."
-            )
+            report.fail(f"consume(3, 4) returned {outcome.value!r}; expected {expected}: {hint}")
         else:
             report.ok(
-                f"collect drains {n_items} items of {item_size // 1024} KiB, then joins "
-                f"({outcome.seconds:.2f} s)"
+                f"consume reads 3 {method} producers until their 3 sentinels, then joins: total "
+                f"{outcome.value:.0f} in {outcome.seconds:.1f} s"
             )
 
-    return _checked("ex03", module, ("producer", "collect"), body)
+    return _checked("ex03", module, ("producer", "consume"), body)

@@ -1,10 +1,11 @@
-"""Exercise 04 (notebook 04): a worker that survives fork from a parent that ran parallel ops."""
+"""Exercise 04 (notebook 04): a worker that survives fork from a busy parent; a parent that keeps CUDA out."""
 
 from __future__ import annotations
 
 import importlib
 import math
 import multiprocessing as mp
+import os
 from types import ModuleType
 
 from helpers.checkers.core import (
@@ -12,6 +13,7 @@ from helpers.checkers.core import (
     _checked,
     _error_line,
     _in_child,
+    _is_stub,
     _raise_if_stub_error,
     _Report,
     _resolve,
@@ -28,59 +30,173 @@ def _call_and_count_threads(module_name: str, func_name: str, args: tuple) -> tu
     return value, torch.get_num_threads()
 
 
-def check_ex04(
-    module: str = "exercises.ex04_fork_safe", timeout: float = 15.0, size: int = 4_000_000
-) -> CheckResult:
-    """Check exercise 04: the worker survives a fork from a parent that already ran parallel ops.
+CUDA_CALLS = ("is_available", "device_count", "init", "current_device", "set_device", "get_device_name")
 
-    The parent (this process) first runs a multi-threaded op on at least 2 threads; the worker then
-    runs in a fork child with a ``timeout``. With GNU OpenMP, a worker that does not limit its
-    threads first hangs and is killed at the deadline.
+
+def _run_recorded(module_name: str, n_workers: int) -> dict:
+    """Child side of check_ex04 part 2: record this process's torch.cuda calls and process starts, in order.
+
+    The spies are installed before the learner's module is (re)loaded, so a ``torch.cuda`` call at
+    its top level is recorded too. Only calls made in this process count: fork children inherit
+    the spies but have other process ids; spawn children import torch afresh.
+    """
+    import torch
+
+    me = os.getpid()
+    events: list[str] = []
+
+    def spy(name, real):
+        def recorded(*args, **kwargs):
+            if os.getpid() == me:
+                events.append(f"torch.cuda.{name}()")
+            return real(*args, **kwargs)
+
+        return recorded
+
+    for name in CUDA_CALLS:
+        setattr(torch.cuda, name, spy(name, getattr(torch.cuda, name)))
+    real_start = mp.process.BaseProcess.start
+
+    def start(self):
+        if os.getpid() == me:
+            events.append(f"start:{getattr(self, '_start_method', None) or mp.get_start_method()}")
+        return real_start(self)
+
+    mp.process.BaseProcess.start = start
+    module = importlib.reload(importlib.import_module(module_name))
+    results = module.run_workers(n_workers)
+    return {"events": events, "results": results}
+
+
+def _check_parent(module: str, report: _Report, timeout: float, n_workers: int = 2) -> None:
+    """Part 2: run ``run_workers`` under the spies; judge the order of calls and the results."""
+    outcome = _in_child(__name__, "_run_recorded", (module, n_workers), timeout=timeout)
+    if outcome.status == "timeout":
+        report.fail(
+            f"run_workers({n_workers}) did not return within {timeout:.0f} s: read the results (get with a "
+            "timeout) before you join the workers, and join with a timeout"
+        )
+        return
+    if outcome.status != "ok":
+        _raise_if_stub_error(outcome.error)
+        report.fail(f"run_workers({n_workers}) failed: {_error_line(outcome.error) or outcome.status}")
+        return
+    events, results = outcome.value["events"], outcome.value["results"]
+    starts = [i for i, e in enumerate(events) if e.startswith("start:")]
+    if len(starts) != n_workers:
+        report.fail(f"run_workers({n_workers}) started {len(starts)} processes; start one per worker")
+        return
+    early = [e for e in events[: starts[-1]] if e.startswith("torch.cuda.")]
+    if early:
+        report.fail(
+            f"the parent called {early[0]} before starting its workers (in run_workers or at the top of the "
+            "file): on a machine with a GPU, that first query already makes every later fork child unable "
+            "to use CUDA (torch's bad-fork flag). Ask "
+            "torch.cuda.is_available() in the worker, never in the parent"
+        )
+        return
+    methods = sorted({e.split(":", 1)[1] for e in events if e.startswith("start:")})
+    if "fork" in methods:
+        report.fail(
+            "your workers were started with fork: a fork child cannot use CUDA once its parent has "
+            "touched it. Use mp.get_context('spawn') (or 'forkserver') for workers that may use a GPU"
+        )
+        return
+    expected_ranks = list(range(n_workers))
+    if (
+        not isinstance(results, list)
+        or [r[0] for r in results if isinstance(r, tuple | list) and len(r) == 3] != expected_ranks
+    ):
+        report.fail(
+            f"run_workers({n_workers}) returned {results!r}: return the {n_workers} (rank, device, value) "
+            "tuples the workers put on the Queue, sorted by rank"
+        )
+        return
+    if any(float(value) != 1000.0 or not str(dev).startswith(("cpu", "cuda")) for _, dev, value in results):
+        report.fail(
+            f"the workers sent {results!r}: each puts (rank, str(device), torch.ones(1000).sum().item())"
+        )
+        return
+    report.ok(
+        f"the parent made no torch.cuda call before it started {n_workers} {methods[0]} workers; each chose "
+        f"its own device ({', '.join(str(r[1]) for r in results)}) and sent its result"
+    )
+
+
+def _check_fork_safe(module: str, report: _Report, timeout: float, size: int) -> bool:
+    """Part 1: ``fork_safe_sum`` in a fork child of a parent that used its thread pool; True when right."""
+    import torch
+
+    if "fork" not in mp.get_all_start_methods():
+        report.ok("fork is not available on this platform, so the hazard cannot occur here")
+        return True
+    threads = torch.get_num_threads()
+    torch.set_num_threads(max(2, threads))
+    try:
+        torch.randn(size, dtype=torch.float64).float()  # the parent has now used its OpenMP pool
+        outcome = _in_child(
+            __name__,
+            "_call_and_count_threads",
+            (module, "fork_safe_sum", (size,)),
+            method="fork",
+            timeout=timeout,
+        )
+    finally:
+        torch.set_num_threads(threads)
+    if outcome.status == "timeout":
+        report.fail(
+            f"your worker hung in the fork child (killed after {timeout:.0f} s): the parent had already "
+            "run a multi-threaded op, and GNU OpenMP's thread pool does not survive fork. Call "
+            "torch.set_num_threads(1) at the start of the worker, before its first torch op."
+        )
+        return False
+    if outcome.status != "ok":
+        _raise_if_stub_error(outcome.error)
+        report.fail(f"the worker failed: {_error_line(outcome.error)}")
+        return False
+    value, child_threads = outcome.value
+    if not isinstance(value, float) or not math.isfinite(value):
+        report.fail(f"fork_safe_sum returned {value!r}: return a finite Python float (float(...sum()))")
+        return False
+    if child_threads != 1:
+        report.fail(
+            f"it finished here, but the child still used {child_threads} threads: with GNU OpenMP it "
+            "hangs. Call torch.set_num_threads(1) before the first torch op."
+        )
+        return False
+    report.ok(f"the fork child set 1 thread and finished in {outcome.seconds:.2f} s")
+    return True
+
+
+def check_ex04(
+    module: str = "exercises.ex04_fork_safe",
+    timeout: float = 15.0,
+    size: int = 4_000_000,
+    parent_timeout: float | None = None,
+) -> CheckResult:
+    """Check exercise 04: a fork-safe worker (part 1); a parent that keeps CUDA out (part 2).
+
+    Part 1: the parent (this process) first runs a multi-threaded op on at least 2 threads; the
+    worker then runs in a fork child with a ``timeout``. With GNU OpenMP, a worker that does not
+    limit its threads first hangs and is killed at the deadline. Part 2: ``run_workers(2)`` runs in
+    a child that records its ``torch.cuda`` calls and process starts in order (on a CPU machine no
+    bad-fork flag would ever show, so the order of calls is what is checked): no CUDA query before
+    the last start, no fork start, and the workers' results returned.
 
     Notebook 04, its closing programming exercise.
 
     >>> check_ex04("solutions.ex04_fork_safe").passed
     True
     """
-    import torch
 
     def body(mod: ModuleType, report: _Report) -> None:
-        if "fork" not in mp.get_all_start_methods():
-            report.ok("fork is not available on this platform, so the hazard cannot occur here")
-            return
-        threads = torch.get_num_threads()
-        torch.set_num_threads(max(2, threads))
-        try:
-            torch.randn(size, dtype=torch.float64).float()  # the parent has now used its OpenMP pool
-            outcome = _in_child(
-                __name__,
-                "_call_and_count_threads",
-                (module, "fork_safe_sum", (size,)),
-                method="fork",
-                timeout=timeout,
-            )
-        finally:
-            torch.set_num_threads(threads)
-        if outcome.status == "timeout":
-            report.fail(
-                f"your worker hung in the fork child (killed after {timeout:.0f} s): the parent had already "
-                "run a multi-threaded op, and GNU OpenMP's thread pool does not survive fork. Call "
-                "torch.set_num_threads(1) at the start of the worker, before its first torch op."
-            )
-            return
-        if outcome.status != "ok":
-            _raise_if_stub_error(outcome.error)
-            report.fail(f"the worker failed: {_error_line(outcome.error)}")
-            return
-        value, child_threads = outcome.value
-        if not isinstance(value, float) or not math.isfinite(value):
-            report.fail(f"fork_safe_sum returned {value!r}: return a finite Python float (float(...sum()))")
-        elif child_threads != 1:
-            report.fail(
-                f"it finished here, but the child still used {child_threads} threads: with GNU OpenMP it "
-                "hangs. Call torch.set_num_threads(1) before the first torch op."
-            )
-        else:
-            report.ok(f"the fork child set 1 thread and finished in {outcome.seconds:.2f} s")
+        if _check_fork_safe(module, report, timeout, size):
+            run_workers = getattr(mod, "run_workers", None)
+            if run_workers is None or _is_stub(run_workers):
+                report.fail("part 1 passed; part 2 is not attempted yet: write run_workers (and its worker)")
+            else:
+                _check_parent(
+                    module, report, max(timeout, 60.0) if parent_timeout is None else parent_timeout
+                )
 
     return _checked("ex04", module, ("fork_safe_sum",), body)

@@ -1,0 +1,138 @@
+"""Exercise 00 (notebook 00): the first program: processes that write into one shared tensor."""
+
+from __future__ import annotations
+
+import importlib
+import multiprocessing
+import os
+from types import ModuleType
+
+from helpers.checkers.core import (
+    CheckResult,
+    _checked,
+    _error_line,
+    _in_child,
+    _raise_if_stub_error,
+    _Report,
+    _resolve,
+)
+
+__all__ = ["check_ex00"]
+
+
+def _fill_in_child(module_name: str, nprocs: int, method: str) -> dict:
+    """Child side of check_ex00: call the learner's ``fill_table``; report the table and this pid."""
+    import torch
+
+    table = _resolve(importlib.import_module(module_name), "fill_table")(nprocs, method)
+    if not isinstance(table, torch.Tensor):
+        return {"caller": os.getpid(), "type": type(table).__name__}
+    return {"caller": os.getpid(), "shape": list(table.shape), "rows": table.tolist()}
+
+
+def _row_in_child(module_name: str) -> list:
+    """Child side of check_ex00: call the learner's ``fill_row`` on a plain tensor, here."""
+    import torch
+
+    table = torch.zeros(3, 2, dtype=torch.int64)
+    _resolve(importlib.import_module(module_name), "fill_row")(table, 2)
+    return [table.tolist(), os.getpid()]
+
+
+def check_ex00(
+    module: str = "exercises.ex00_first_program",
+    methods: tuple[str, ...] = ("spawn", "fork"),
+    timeout: float = 90.0,
+) -> CheckResult:
+    """Check exercise 00: ``fill_table`` starts one process per row and the rows reach the parent.
+
+    ``fill_row`` is called once in a child on a plain tensor (it must write in place); then the
+    learner's ``fill_table(3, method)`` runs, for each of ``methods`` the platform offers, in a child
+    of the checker, killed with everything it started after ``timeout`` seconds, and its table is
+    read back: row ``rank`` must hold ``rank * rank`` and the id of a process other than the caller,
+    a different one in every row. Both methods by default: pickling a tensor for a spawn child moves
+    it to shared memory on its own, so only a fork run shows a missing ``share_memory_()``.
+
+    Notebook 00, its closing programming exercise.
+
+    >>> check_ex00("solutions.ex00_first_program", methods=("fork",)).passed
+    True
+    """
+
+    def body(mod: ModuleType, report: _Report) -> None:
+        row = _in_child(__name__, "_row_in_child", (module,), timeout=timeout)
+        if row.status != "ok":
+            _raise_if_stub_error(row.error)
+            report.fail(f"fill_row(table, 2) failed: {_error_line(row.error) or row.status}")
+            return
+        rows, pid = row.value
+        if rows[2] != [4, pid] or rows[:2] != [[0, 0], [0, 0]]:
+            report.fail(
+                f"fill_row(table, 2) left the table {rows}; expected row 2 to be [4, {pid}] (2 * 2 and "
+                "os.getpid()) and the other rows untouched. Write in place: table[rank, 0] = ..., "
+                "table[rank, 1] = ... (assigning to a name only rebinds it in this process)"
+            )
+            return
+        report.ok("fill_row writes rank * rank and its process id into its own row, in place")
+
+        for method in [m for m in methods if m in multiprocessing.get_all_start_methods()]:
+            if not _check_table(module, method, report, timeout):
+                return
+
+    return _checked("ex00", module, ("fill_row", "fill_table"), body)
+
+
+def _check_table(module: str, method: str, report: _Report, timeout: float, nprocs: int = 3) -> bool:
+    """Run ``fill_table(nprocs, method)`` in a child; report what its table shows; True when right."""
+    outcome = _in_child(__name__, "_fill_in_child", (module, nprocs, method), timeout=timeout)
+    if outcome.status == "timeout":
+        report.fail(
+            f"fill_table(.., {method!r}) did not return within {timeout:.0f} s: did you join without a "
+            "timeout?"
+        )
+        return False
+    if outcome.status != "ok":
+        _raise_if_stub_error(outcome.error)
+        report.fail(f"fill_table(.., {method!r}) failed: {_error_line(outcome.error) or outcome.status}")
+        return False
+    got = outcome.value
+    if "rows" not in got or got["shape"] != [nprocs, 2]:
+        what = got.get("type") or f"a tensor of shape {tuple(got['shape'])}"
+        report.fail(f"fill_table({nprocs}) returned {what}: return the ({nprocs}, 2) tensor itself")
+        return False
+    squares = [r[0] for r in got["rows"]]
+    pids = [r[1] for r in got["rows"]]
+    if all(v == 0 for v in squares + pids):
+        hint = (
+            " (under spawn it can look right without it: pickling a tensor for a spawn child moves its "
+            "storage to shared memory, but a fork child gets a private copy-on-write copy)"
+            if method == "fork"
+            else ""
+        )
+        report.fail(
+            f"with {method!r} the parent's table is still all zeros: each child wrote into a copy of its "
+            "own. Call share_memory_() on the tensor before you start the processes, and join them "
+            f"before you return it{hint}"
+        )
+        return False
+    if squares != [r * r for r in range(nprocs)]:
+        report.fail(
+            f"with {method!r} the first column is {squares}; expected {[r * r for r in range(nprocs)]}"
+        )
+        return False
+    if got["caller"] in pids:
+        report.fail(
+            "the rows were written by the process that called fill_table: create "
+            "ctx.Process(target=fill_row, args=(table, rank)) and start() it, do not call fill_row yourself"
+        )
+        return False
+    if len(set(pids)) != nprocs:
+        report.fail(
+            f"with {method!r} the rows were written by the processes {pids}: start one process per row"
+        )
+        return False
+    report.ok(
+        f"{nprocs} {method} processes wrote into one shared tensor: squares {squares}, "
+        f"{nprocs} different process ids, none the caller's"
+    )
+    return True
