@@ -24,6 +24,7 @@ import traceback
 from collections.abc import Callable, Sequence
 
 from helpers.processes import reap
+from helpers.stack_dump import register_stack_dump
 
 __all__ = [
     "NotImportableError",
@@ -119,8 +120,6 @@ def _run_rank(fn, rank, args, results, release, threads, keep_alive) -> None:
     Staying alive matters: a tensor in the result travels as a handle to this process's shared
     memory, which the parent can only open while this process exists.
     """
-    from helpers.doctor import register_stack_dump
-
     register_stack_dump()  # SIGUSR1 dumps stacks where helpers.doctor.inspect reads them, no ptrace needed
     if threads is not None:
         import torch

@@ -90,11 +90,12 @@ def names_main_uses(module_name: str) -> set[str]:
     >>> {"main", "GPU_DEMOS", "run_gpu_demos"} <= names_main_uses("helpers.cuda")
     True
     """
-    path = ROOT / (module_name.replace(".", "/") + ".py")
-    tree = ast.parse(path.read_text())
-    main = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "main"), None)
-    if main is None:
+    command = getattr(importlib.import_module(module_name), "main", None)
+    if command is None:
         return set()
+    source = Path(inspect.getsourcefile(command))  # a package's main may live in a submodule
+    tree = ast.parse(source.read_text())
+    main = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "main")
     if ast.get_docstring(main) is not None:
         main.body = main.body[1:]  # the docstring explains; only code counts
     used = {"main"} | names_in_code(ast.unparse(main))
