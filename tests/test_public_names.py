@@ -84,18 +84,29 @@ def shown_commands() -> set[str]:
     return set(re.findall(r"-m (helpers(?:\.\w+)+)", "\n".join(texts)))
 
 
+def _command_tree(module_name: str) -> ast.Module:
+    """The source of what ``python -m module_name`` runs: a package's ``__main__``, and where it imports
+    ``main`` from (``helpers.doctor.__main__`` runs ``helpers.doctor.cli.main``)."""
+    spec = importlib.util.find_spec(module_name)
+    if spec.submodule_search_locations:  # a package
+        spec = importlib.util.find_spec(f"{module_name}.__main__")
+    tree = ast.parse(Path(spec.origin).read_text())
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and any(alias.name == "main" for alias in node.names):
+            return _command_tree(node.module)
+    return tree
+
+
 def names_main_uses(module_name: str) -> set[str]:
     """``main`` and the names its body uses; a module-level constant it uses adds the names inside it.
 
     >>> {"main", "GPU_DEMOS", "run_gpu_demos"} <= names_main_uses("helpers.cuda")
     True
     """
-    command = getattr(importlib.import_module(module_name), "main", None)
-    if command is None:
+    tree = _command_tree(module_name)
+    main = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "main"), None)
+    if main is None:
         return set()
-    source = Path(inspect.getsourcefile(command))  # a package's main may live in a submodule
-    tree = ast.parse(source.read_text())
-    main = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "main")
     if ast.get_docstring(main) is not None:
         main.body = main.body[1:]  # the docstring explains; only code counts
     used = {"main"} | names_in_code(ast.unparse(main))
