@@ -27,6 +27,7 @@ from helpers.processes import reap
 from helpers.stack_dump import register_stack_dump
 
 __all__ = [
+    "FAST_METHOD",
     "NotImportableError",
     "WorkerFailed",
     "check_importable",
@@ -35,6 +36,11 @@ __all__ = [
     "spawn_with_deadline",
 ]
 
+# The cheapest safe start method for workers that need nothing special: fork on Linux (milliseconds
+# to start), spawn elsewhere (macOS has fork, but CPython calls it unsafe there: system frameworks may
+# crash a forked child; its default is spawn since 3.8). Passed explicitly, so results do not depend
+# on the platform's default start method.
+FAST_METHOD = "fork" if sys.platform == "linux" else "spawn"
 IMPORTING_METHODS = ("spawn", "forkserver")
 
 

@@ -1,4 +1,4 @@
-"""Every public name of ``helpers`` is used outside its own module and the tests, and says where it is taught.
+"""Every public name of ``helpers`` is used outside its own module and the tests.
 
 A name in a module's ``__all__`` must be used (as code, not in a docstring) by a notebook, a script,
 the coursework, an exercise or its solution, a Python example in the README, or another ``helpers``
@@ -33,7 +33,7 @@ _spec.loader.exec_module(gen)
 def names_in_code(source: str) -> set[str]:
     """The identifiers a piece of Python code uses: names, attributes and imported names.
 
-    >>> sorted(names_in_code("from helpers.data import draws as d\\nd(hd.collect(x))"))
+    >>> sorted(names_in_code("from helpers.dataloading import draws as d\\nd(hd.collect(x))"))
     ['collect', 'd', 'draws', 'hd', 'x']
     """
     lines = [line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))]
@@ -165,14 +165,3 @@ def test_the_command_line_rule_is_narrow():
 def test_the_usage_scan_sees_code_strings_and_ignores_docstrings():
     assert "wait_until_signalled" in names_in_code('CELL = """\nwait_until_signalled(0, "a", ".")\n"""')
     assert "explained" not in names_in_code('def f():\n    """explained here"""\n')
-
-
-@pytest.mark.parametrize("module_name", gen.module_names())
-def test_every_public_callable_says_which_notebook_uses_it(module_name):
-    module = importlib.import_module(module_name)
-    silent = [
-        name
-        for name in module.__all__
-        if callable(getattr(module, name)) and "otebook" not in (inspect.getdoc(getattr(module, name)) or "")
-    ]
-    assert not silent, f"{module_name}: say in the docstring which notebook section uses {silent}"

@@ -6,7 +6,6 @@ import importlib
 from types import ModuleType
 
 from helpers.checkers.core import (
-    FORK,
     CheckResult,
     _checked,
     _error_line,
@@ -15,6 +14,7 @@ from helpers.checkers.core import (
     _Report,
     _resolve,
 )
+from helpers.launch import FAST_METHOD
 
 __all__ = ["check_ex03"]
 
@@ -66,7 +66,7 @@ def check_ex03(
             report.fail(f"producer(q, 3, 4) put {items[:-1]!r}; expected [b'\\x00\\x00\\x00\\x00', ...]")
             return
         report.ok("producer puts the items, then the sentinel None")
-        outcome = _in_child(module, "collect", (n_items, item_size, FORK), timeout=timeout)
+        outcome = _in_child(module, "collect", (n_items, item_size, FAST_METHOD), timeout=timeout)
         if outcome.status == "timeout":
             report.fail(
                 f"collect did not finish within {timeout:.0f} s: did you join the producer before reading "

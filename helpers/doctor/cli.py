@@ -32,8 +32,6 @@ class _Parser(argparse.ArgumentParser):
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m helpers.doctor``: print the findings (or ``--inspect PID``); 1 if a check fails.
-    Not used by a notebook: the README's doctor section shows the command; notebook 00 section 5 calls
-    :func:`check` in-process.
 
     Bad input prints one line and returns 2, never a traceback.
 

@@ -16,7 +16,6 @@ DEFAULT_WORKER_MEM = 1024**3  # a rough figure for one torch worker's memory; --
 
 class DoctorError(ValueError):
     """Bad input to the doctor (a malformed or unimportable target, a process that does not exist).
-    Not used by a notebook: the README's doctor section (``python -m helpers.doctor``) shows what it prints.
 
     The message is one line that says what to do; the command line prints it and exits with 2.
     """
