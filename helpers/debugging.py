@@ -295,7 +295,7 @@ def make_orphans(ready_dir: str) -> None:
     import torch.multiprocessing as tmp
     from torch.utils.data import DataLoader
 
-    from helpers.data import WhoLoadedMe
+    from helpers.dataloading import WhoLoadedMe
 
     plain = mp.get_context("fork").Process(target=wait_until_signalled, args=(0, _ORPHAN_KINDS[0], ready_dir))
     plain.start()

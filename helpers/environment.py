@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import multiprocessing as mp
 import os
 import platform
@@ -28,6 +29,7 @@ __all__ = [
     "TESTED_PYTHONS",
     "TESTED_TORCH",
     "default_start_method",
+    "usable_cpus",
     "environment_report",
     "format_report",
     "cuda_report",
@@ -139,7 +141,7 @@ def _cpu_quota(
     """CPUs a cgroup quota allows: cgroup v2 ``cpu.max`` text, or v1 quota/period; None = no limit.
 
     cgroup v2's ``cpu.max`` holds ``"$MAX $PERIOD"`` with ``max`` for no limit; v1 has
-    ``cpu.cfs_quota_us`` (-1 for no limit) and ``cpu.cfs_period_us``. Used by ``helpers.doctor.usable_cpus``.
+    ``cpu.cfs_quota_us`` (-1 for no limit) and ``cpu.cfs_period_us``. Used by :func:`usable_cpus`.
 
     >>> _cpu_quota("200000 100000"), _cpu_quota("max 100000")
     (2.0, None)
@@ -255,6 +257,23 @@ def _openmp_runtime() -> str:
     return "none loaded"
 
 
+def usable_cpus() -> int:
+    """CPUs this process may really use: its affinity mask, capped by a cgroup CPU quota.
+    Used by the doctor's CPU-threads check (notebook 00 section 5) and by
+    ``helpers.environment.environment_report``, whose ``usable_cpus`` line the set-up of notebooks 01 and 04
+    prints.
+
+    ``os.cpu_count()`` counts the machine's CPUs; a container limited to 2 CPUs on a 64-core
+    host still reports 64 there (and torch picks its threads from the cores it sees).
+
+    >>> 1 <= usable_cpus() <= os.cpu_count()
+    True
+    """
+    count = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    quota = _cgroup_quota()
+    return max(1, min(count, math.ceil(quota))) if quota else count
+
+
 def environment_report(probe_cuda: bool = True) -> dict:
     """Python, torch and its thread runtime, CPUs, CUDA devices, start methods, sharing strategy.
 
@@ -269,8 +288,6 @@ def environment_report(probe_cuda: bool = True) -> dict:
     """
     import torch
     import torch.multiprocessing as tmp
-
-    from helpers.doctor import usable_cpus  # here: helpers.doctor imports this module
 
     report = {
         "python": platform.python_version(),

@@ -36,6 +36,7 @@ import torch.multiprocessing as mp
 import torch.nn.functional as F
 
 from helpers.digits import accuracy, load_digits_split, make_model
+from helpers.launch import FAST_METHOD
 
 if TYPE_CHECKING:
     from multiprocessing.queues import Queue
@@ -47,7 +48,6 @@ __all__ = [
     "BATCH_SIZE",
     "LR",
     "HIDDEN",
-    "FAST_METHOD",
     "train_worker",
     "warm_up_optimizer",
     "add_ones",
@@ -59,8 +59,6 @@ __all__ = [
 BATCH_SIZE = 32
 LR = 0.05
 HIDDEN = (256, 256)  # 85k parameters: enough work per step to share out over cores
-# The runs' default: fork where the platform has it (a worker starts in milliseconds), else spawn.
-FAST_METHOD = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
 
 
 def train_worker(

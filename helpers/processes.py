@@ -260,7 +260,6 @@ def _descendant_pids(pid: int) -> list[int]:
 
 def shared_memory_segments(pid: int | None = None) -> list[str]:
     """Shared-memory objects a process holds open or mapped (Linux; ``[]`` elsewhere).
-    Notebook 02 section 1.
 
     Lists the targets of ``/proc/PID/fd`` and the mapped files of ``/proc/PID/maps`` that live in
     ``/dev/shm``, each once. Under torch's ``file_descriptor`` strategy they appear as
@@ -290,8 +289,8 @@ def shared_memory_segments(pid: int | None = None) -> list[str]:
 
 def dev_shm_entries() -> set[str]:
     """Names currently in ``/dev/shm`` (empty set where it does not exist): the leak check's view.
-    Used by the doctor's /dev/shm check (notebook 00 section 5) and by ``helpers.shared.torch_entries_of``
-    (notebook 02, appendix).
+    Used by the doctor's /dev/shm check (notebook 00 section 5) and by
+    ``helpers.shared_tensors.torch_entries_of`` (notebook 02, appendix).
 
     >>> isinstance(dev_shm_entries(), set)
     True

@@ -10,7 +10,7 @@ Queues and pipes pickle what they carry: never read one that someone you do not 
 Example (notebook 03 section 3: producers end with a sentinel; the consumer counts sentinels)::
 
     >>> import torch.multiprocessing as mp
-    >>> from helpers.queues import FAST_METHOD, produce
+    >>> from helpers.queues import produce
     >>> ctx = mp.get_context(FAST_METHOD)
     >>> q, done = ctx.Queue(), ctx.Event()
     >>> producer = ctx.Process(target=produce, args=(7, q, 2, done))
@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
+from helpers.launch import FAST_METHOD
 from helpers.processes import running
 
 if TYPE_CHECKING:
@@ -47,7 +48,6 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = [
-    "FAST_METHOD",
     "pickled_size",
     "feeder_threads",
     "pipe_doubler",
@@ -62,13 +62,11 @@ __all__ = [
     "compare_handoff",
 ]
 
-FAST_METHOD = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
 MB = 2**20
 
 
 def pickled_size(obj: object) -> int:
     """Bytes that cross a Queue or Pipe for ``obj``: the length of its ``ForkingPickler`` pickle.
-    Notebook 03 section 1.
 
     A tensor pickles to a small handle (its storage is moved to shared memory); a NumPy array to all
     of its bytes. The pickle is loaded back here, so the handle is consumed and nothing leaks.
@@ -97,7 +95,6 @@ def feeder_threads() -> int:
 
 def pipe_doubler(conn: Connection) -> None:
     """Child end of a duplex ``Pipe``: receive tensors, send back ``2 * t``, stop on ``None``.
-    Notebook 03 section 2.
 
     Waits at most 30 s for each message (``poll``), so a parent that vanishes cannot strand it.
     Shown here in one process, both ends of the pipe in this process:
@@ -251,7 +248,6 @@ def handoff_times(
     budget_s: float = 2.0,
 ) -> list[dict]:
     """Median seconds to hand one float32 payload of each size to a consumer process, per method.
-    Notebook 03 section 7.
 
     Timed: from ``put`` until the consumer's acknowledgement arrives (the consumer has the object
     and has read its last element). Building the payload is not timed. Methods (all by
@@ -318,7 +314,6 @@ def _handoff_once(send, acks, payload, expected: float) -> float:
 
 def speedups(rows: list[dict], baseline: str = "pickled numpy") -> dict:
     """``{size_mb: {method: baseline_seconds / method_seconds}}`` from :func:`handoff_times` rows.
-    Notebook 03, appendix "The full handoff sweep".
 
     >>> speedups([{"method": "pickled numpy", "size_mb": 1, "seconds": 2.0},
     ...           {"method": "pre-shared tensor", "size_mb": 1, "seconds": 0.5}])
@@ -341,7 +336,6 @@ def plot_handoff(
     rows: list[dict], title: str = "Handing a payload to another process"
 ) -> tuple[Figure, Axes]:
     """Log-log plot of handoff time (ms) against payload size (MB), one line per method.
-    Notebook 03 section 7.
 
     >>> fig, ax = plot_handoff([{"method": "fresh tensor", "size_mb": 1, "seconds": 0.01},
     ...                         {"method": "fresh tensor", "size_mb": 16, "seconds": 0.02}])
@@ -369,7 +363,6 @@ def plot_handoff(
 
 def compare_handoff(size_mb: int = 16, repeat: int = 2, method: str = FAST_METHOD) -> list[dict]:
     """Widget callback: time every handoff method at one size, draw bars (log scale).
-    Notebook 03, appendix "The full handoff sweep".
 
     >>> len(compare_handoff(1, repeat=1, method=FAST_METHOD)) == len(_HANDOFF_METHODS)
     True

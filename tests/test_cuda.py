@@ -14,6 +14,7 @@ import torch
 
 import helpers.cuda as hc
 import helpers.cuda_transcript as ct
+from helpers.cuda import demos
 
 HAS_CUDA = hc.cuda_present()
 NO_CUDA_REASON = "no CUDA device on this machine: the GPU demos run on a GPU machine (python -m helpers.cuda)"
@@ -105,7 +106,7 @@ def test_a_demo_case_runs_in_a_fresh_interpreter_with_its_environment():
     # The GPU demos' machinery, exercised on any machine: a fresh interpreter with an environment
     # variable set, a parent call, a fork child that tries a CUDA op and reports its outcome.
     env = {"PYTORCH_NVML_BASED_CUDA_CHECK": "1"}
-    row = hc._run_fresh("_body_poison_case", 180, env=env, call="is_available()", timeout=60)
+    row = demos._run_fresh("_body_poison_case", 180, env=env, call="is_available()", timeout=60)
     assert row["nvml_check"] is True and row["returned"] is HAS_CUDA, row
     assert row["child_method"] == "fork" and row["child_exitcode"] == 0, row
     if not HAS_CUDA:

@@ -1,4 +1,4 @@
-"""Tests for helpers.data (notebook 07): datasets, seeding, worker options, memory."""
+"""Tests for helpers.dataloading (notebook 07): datasets, seeding, worker options, memory."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
-import helpers.data as hd
+import helpers.dataloading as hd
+from helpers.launch import FAST_METHOD
 from helpers.processes import live_children
 from tests.workers import METHODS
 
@@ -40,7 +41,7 @@ def _draws(seed, worker_init_fn=None, n=32):
         num_workers=2,
         generator=generator,
         worker_init_fn=worker_init_fn,
-        multiprocessing_context=hd.FAST_METHOD,
+        multiprocessing_context=FAST_METHOD,
     )
     return hd.collect(loader)
 
@@ -101,7 +102,7 @@ def test_persistent_workers_start_once():
 
 @pytest.mark.parametrize("factor", [1, 3])
 def test_workers_load_prefetch_factor_batches_ahead(factor):
-    method = hd.FAST_METHOD
+    method = FAST_METHOD
     loaded = mp.get_context(method).Value("i", 0)
     loader = DataLoader(
         hd.CountingDataset(64, loaded),
@@ -128,7 +129,7 @@ def test_counting_dataset_counts():
 
 def test_a_timeout_ends_a_stuck_worker_and_a_module_level_dataset_loads_under_spawn():
     slow = DataLoader(
-        hd.SlowSquares(1, work=0, delay=1.5), num_workers=1, timeout=1, multiprocessing_context=hd.FAST_METHOD
+        hd.SlowSquares(1, work=0, delay=1.5), num_workers=1, timeout=1, multiprocessing_context=FAST_METHOD
     )
     with pytest.raises(RuntimeError, match="DataLoader timed out after 1 seconds"):
         next(iter(slow))
@@ -142,7 +143,7 @@ def test_a_timeout_ends_a_stuck_worker_and_a_module_level_dataset_loads_under_sp
 def test_records_and_worker_memory():
     assert hd.Records(10, as_array=False, block=5)[1] == 35.0
     assert len(hd.Records(11, as_array=True, block=5)) == 3
-    if hd.FAST_METHOD == "fork":
+    if FAST_METHOD == "fork":
         as_list = hd.worker_memory(hd.Records(1_000_000, as_array=False))
         as_array = hd.worker_memory(hd.Records(1_000_000, as_array=True))
         assert as_list["uss"] > as_array["uss"] + 15  # MB: 1M floats are ~32 MB of objects
@@ -160,9 +161,7 @@ def test_a_worker_killed_by_sigbus_reads_as_the_shared_memory_error():
 
     if not hasattr(signal, "SIGBUS"):
         pytest.skip("no SIGBUS on this platform")
-    loader = DataLoader(
-        hd.SignalsInWorker(signal.SIGBUS), num_workers=1, multiprocessing_context=hd.FAST_METHOD
-    )
+    loader = DataLoader(hd.SignalsInWorker(signal.SIGBUS), num_workers=1, multiprocessing_context=FAST_METHOD)
     with pytest.raises(RuntimeError, match="exited unexpectedly") as raised:
         next(iter(loader))
     assert "is killed by signal: Bus error" in str(raised.value.__cause__)

@@ -12,6 +12,7 @@ import sys
 import pytest
 
 import helpers.debugging as dbg
+from helpers.launch import FAST_METHOD
 from helpers.processes import live_children, reap, running
 from tests.workers import METHODS
 
@@ -59,7 +60,7 @@ def test_the_stack_dump_is_whole_and_taken_in_the_deadlock_even_on_busy_cores(tm
     # its deadlock late. The dump must still be complete and show the blocking acquire's line.
     lines, first = inspect.getsourcelines(dbg.take_lock_twice)
     blocking = first + next(i for i, line in enumerate(lines) if "blocks forever" in line)
-    method = "fork" if "fork" in METHODS else "spawn"
+    method = FAST_METHOD
     busy = [sys.executable, "-c", "while True: pass"]
     burners = [subprocess.Popen(busy) for _ in range(os.cpu_count() or 1)]
     try:
@@ -121,7 +122,7 @@ EXPECTED = {
 def test_exit_codes_under_fork_or_spawn(case):
     import multiprocessing as mp
 
-    method = "fork" if "fork" in METHODS else "spawn"
+    method = FAST_METHOD
     child = mp.get_context(method).Process(target=dbg.exit_by, args=(case,))
     child.start()
     child.join(60)

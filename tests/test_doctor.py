@@ -26,7 +26,17 @@ import torch
 
 from helpers import doctor, environment
 from helpers.debugging import sleep_for, wait_for_status
-from helpers.doctor import CHECKS, DoctorError, Finding, check, format_findings, inspect
+from helpers.doctor import (
+    CHECKS,
+    DoctorError,
+    Finding,
+    check,
+    findings,
+    format_findings,
+    inspect,
+    machine_checks,
+    target_checks,
+)
 from helpers.environment import environment_report
 from helpers.launch import launch
 from helpers.processes import kill_tree, run_python_script
@@ -136,18 +146,18 @@ def test_versions_in_the_tested_range_pass():
 
 
 def test_versions_outside_the_tested_range_warn():
-    assert doctor._check_versions(python="3.9.1", torch_version="2.13.0").status == "warn"
-    assert doctor._check_versions(python="3.15.0", torch_version="2.15.0").status == "warn"
-    assert doctor._check_versions(python="3.11.7", torch_version="2.4.0").status == "warn"
+    assert machine_checks._check_versions(python="3.9.1", torch_version="2.13.0").status == "warn"
+    assert machine_checks._check_versions(python="3.15.0", torch_version="2.15.0").status == "warn"
+    assert machine_checks._check_versions(python="3.11.7", torch_version="2.4.0").status == "warn"
     for tested in ("2.11.0", "2.14.1", "2.15.0", "2.15.0+cpu"):
-        assert doctor._check_versions(python="3.11.7", torch_version=tested).status == "ok", tested
-    on_314 = doctor._check_versions(python="3.14.0", torch_version="2.15.0")
+        assert machine_checks._check_versions(python="3.11.7", torch_version=tested).status == "ok", tested
+    on_314 = machine_checks._check_versions(python="3.14.0", torch_version="2.15.0")
     assert on_314.status == "ok" and (not LINUX or "forkserver" in on_314.measured)
 
 
 def test_a_torch_newer_than_the_tested_one_says_what_to_pin():
     for newer in ("2.15.1", "2.16.0", "2.16.0.dev20261201+cpu"):
-        finding = doctor._check_versions(python="3.11.7", torch_version=newer)
+        finding = machine_checks._check_versions(python="3.11.7", torch_version=newer)
         assert finding.status == "warn", newer
         assert f"newer than {environment.TESTED_TORCH}" in finding.measured
         assert f"pip install torch=={environment.TESTED_TORCH}" in finding.measured
@@ -315,7 +325,7 @@ def test_more_threads_than_usable_cpus_warn():
     setup += "torch.set_num_threads(2)\n"
     finding = check_in_fresh_interpreter(setup, 'check(only=["CPU threads"])')["CPU threads"]
     assert finding["status"] == "warn" and "on 1 usable CPU" in finding["measured"]
-    assert one("CPU threads", processes=doctor.usable_cpus() + 1).status == "warn"
+    assert one("CPU threads", processes=environment.usable_cpus() + 1).status == "warn"
 
 
 def test_cgroup_quotas_read_as_cpus():
@@ -350,11 +360,11 @@ def test_cuda_seen_from_outside_a_process_that_never_loaded_libcuda():
 
 
 def test_importing_torch_does_not_initialise_cuda_and_a_missing_module_is_bad_input():
-    assert doctor._which_imports_initialise_cuda(["json", "torch"]) == []
+    assert target_checks._which_imports_initialise_cuda(["json", "torch"]) == []
     finding = one("imports initialise CUDA", imports=["json", "torch"])
     assert finding.status == "ok" and "none of json, torch" in finding.measured
     with pytest.raises(DoctorError, match="no_such_module"):
-        doctor._which_imports_initialise_cuda(["no_such_module"])
+        target_checks._which_imports_initialise_cuda(["no_such_module"])
     assert one("imports initialise CUDA", imports=["no_such_module"]).status == "fail"
 
 
@@ -384,7 +394,8 @@ def test_is_available_alone_is_seen_in_process_and_from_outside():
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU: run where one is lent")
 def test_an_import_that_initialises_cuda_is_named(module_dir):
     (module_dir / "doctor_cuda_import.py").write_text("import torch\ntorch.cuda.init()\n")
-    assert doctor._which_imports_initialise_cuda(["json", "doctor_cuda_import"]) == ["doctor_cuda_import"]
+    found = target_checks._which_imports_initialise_cuda(["json", "doctor_cuda_import"])
+    assert found == ["doctor_cuda_import"]
     finding = one("imports initialise CUDA", imports=["doctor_cuda_import"])
     assert finding.status == "warn"
     initialised = check_in_fresh_interpreter(
@@ -401,7 +412,7 @@ def test_an_import_that_initialises_cuda_is_named(module_dir):
 def test_enough_free_shared_memory_passes(tmp_path):
     finding = one("shared memory", shm_path=str(tmp_path), shm_need=1)
     assert finding.status in ("ok", "warn") and f"{tmp_path}:" in finding.measured
-    if os.statvfs(tmp_path).f_blocks * os.statvfs(tmp_path).f_frsize > doctor.DOCKER_DEFAULT_SHM:
+    if os.statvfs(tmp_path).f_blocks * os.statvfs(tmp_path).f_frsize > findings.DOCKER_DEFAULT_SHM:
         assert finding.status == "ok"
 
 
@@ -608,8 +619,8 @@ def test_on_a_kernel_subshell_the_kernel_check_warns_and_widgets_say_so_once():
 
 def test_stack_dumps_pass_with_py_spy_and_ptrace_allowed():
     finding = one("stack dumps")
-    scope = doctor._ptrace_scope()
-    if scope in (None, 0) or doctor._has_cap_sys_ptrace():
+    scope = machine_checks._ptrace_scope()
+    if scope in (None, 0) or machine_checks._has_cap_sys_ptrace():
         assert finding.status == "ok" and "py-spy /" in finding.measured
     else:
         assert finding.status == "warn" and f"ptrace_scope {scope}" in finding.measured
@@ -634,9 +645,8 @@ lock.acquire()  # never returns
 
 
 def start_hung(register: bool) -> subprocess.Popen:
-    source = _HUNG.format(
-        register="from helpers.doctor import register_stack_dump; register_stack_dump()" if register else ""
-    )
+    register_line = "from helpers.stack_dump import register_stack_dump\nregister_stack_dump()"
+    source = _HUNG.format(register=register_line if register else "")
     child = subprocess.Popen([sys.executable, "-c", source], stdout=subprocess.PIPE, text=True)
     assert child.stdout.readline().strip() == "ready"
     time.sleep(0.2)
@@ -831,7 +841,7 @@ def test_a_port_in_time_wait_that_torch_can_bind_is_free():
 
 def test_torchruns_rendezvous_port_is_checked_too(monkeypatch):
     with socket.create_server(("127.0.0.1", 0)) as server:
-        monkeypatch.setattr(doctor, "TORCHRUN_RDZV_PORT", server.getsockname()[1])
+        monkeypatch.setattr(machine_checks, "TORCHRUN_RDZV_PORT", server.getsockname()[1])
         finding = one("master port", master_port=0)
         assert finding.status == "warn" and f":{server.getsockname()[1]}" in finding.measured
 
@@ -970,11 +980,11 @@ def test_native_thread_pools_are_named_by_library():
 def test_an_import_that_opens_the_cuda_driver_counts_as_initialising_cuda(monkeypatch):
     # torch.cuda.is_available() opens the driver (cuInit) and poisons later forks while
     # torch.cuda.is_initialized() stays False: the probe's driver flag must count.
-    assert doctor._probe("json", "", 60)["cuda_driver"] is False  # no GPU touched: no driver open
+    assert target_checks._probe("json", "", 60)["cuda_driver"] is False  # no GPU touched: no driver open
     monkeypatch.setattr(
-        doctor, "_probe", lambda *a: {"import_s": 0.1, "cuda_initialised": False, "cuda_driver": True}
+        target_checks, "_probe", lambda *a: {"import_s": 0.1, "cuda_initialised": False, "cuda_driver": True}
     )
-    assert doctor._which_imports_initialise_cuda(["calls_is_available"]) == ["calls_is_available"]
+    assert target_checks._which_imports_initialise_cuda(["calls_is_available"]) == ["calls_is_available"]
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU: run where one is lent")
@@ -982,7 +992,7 @@ def test_an_import_that_calls_is_available_is_named_on_a_gpu(module_dir):
     (module_dir / "doctor_is_available.py").write_text(
         "import torch\nDEVICE = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
     )
-    assert doctor._which_imports_initialise_cuda(["doctor_is_available"]) == ["doctor_is_available"]
+    assert target_checks._which_imports_initialise_cuda(["doctor_is_available"]) == ["doctor_is_available"]
 
 
 def test_a_memory_need_within_what_is_available_passes():
@@ -999,7 +1009,7 @@ def test_a_memory_need_beyond_memory_and_swap_fails_and_explains_sigkill():
 
 def test_the_memory_need_defaults_to_workers_times_a_per_worker_figure():
     finding = one("memory", processes=3)
-    assert f"3 x {doctor._size(doctor.DEFAULT_WORKER_MEM)}" in finding.measured, finding
+    assert f"3 x {findings._size(findings.DEFAULT_WORKER_MEM)}" in finding.measured, finding
 
 
 def test_cgroup_memory_limits_are_read():

@@ -221,7 +221,7 @@ def _first_batch_error(loader) -> tuple[str, str]:
 def test_the_bus_error_of_a_dataloader_worker():
     from torch.utils.data import DataLoader
 
-    from helpers.data import SignalsInWorker
+    from helpers.dataloading import SignalsInWorker
 
     loader = DataLoader(SignalsInWorker(signal.SIGBUS), num_workers=1, multiprocessing_context="fork")
     _, cause = _first_batch_error(loader)  # "exited unexpectedly", raised from the SIGCHLD handler's error
@@ -232,7 +232,7 @@ def test_the_bus_error_of_a_dataloader_worker():
 def test_the_dataloader_timeout():
     from torch.utils.data import DataLoader
 
-    from helpers.data import SlowSquares
+    from helpers.dataloading import SlowSquares
 
     slow = SlowSquares(1, work=0, delay=1.5)
     printed, _ = _first_batch_error(

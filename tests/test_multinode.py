@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from helpers import ddp, multinode
+from helpers.multinode.agents import _agent_environment
 from helpers.processes import kill_tree, live_children
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -157,7 +158,7 @@ def test_two_agents_form_one_world_and_train_like_mp_spawn(two_agents):
 
 
 def test_a_raised_fault_is_restarted_and_ends_with_the_uninterrupted_weights(two_agents, tmp_path):
-    fault = multinode._agent_environment(FAULT_RANK="1", FAULT_AFTER_EPOCH="0", FAULT_KIND="raise")
+    fault = _agent_environment(FAULT_RANK="1", FAULT_AFTER_EPOCH="0", FAULT_KIND="raise")
     agents, reports = _two_agents(tmp_path, "faulty", env=fault, max_restarts=1)
     assert [a.returncode for a in agents] == [0, 0], agents[1].output[-3000:]
     assert len(reports) == 4 and 1 in {r["TORCHELASTIC_RESTART_COUNT"] for r in reports}
@@ -186,6 +187,6 @@ def test_the_elastic_script_grows_a_job_from_one_node_to_two():
 
 
 def test_agent_environment_binds_gloo_to_loopback_and_keeps_stores_per_round():
-    env = multinode._agent_environment(FAULT_KIND="kill")
+    env = _agent_environment(FAULT_KIND="kill")
     assert env["TORCH_DISABLE_SHARE_RDZV_TCP_STORE"] == "1" and env["FAULT_KIND"] == "kill"
     assert env.get("GLOO_SOCKET_IFNAME", os.environ.get("GLOO_SOCKET_IFNAME")) in {"lo", "lo0", None}

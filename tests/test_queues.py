@@ -13,12 +13,13 @@ import torch
 import torch.multiprocessing as tmp
 
 import helpers.queues as qu
+from helpers.launch import FAST_METHOD
 from helpers.processes import reap
 from tests.workers import METHODS
 
 # Spawn children import torch (seconds each on a busy machine): the less central tests run under
 # this platform's fast method and spawn only; the central ones under every method.
-FAST_AND_SPAWN = sorted({qu.FAST_METHOD, "spawn"})
+FAST_AND_SPAWN = sorted({FAST_METHOD, "spawn"})
 
 matplotlib.use("Agg")
 
@@ -90,7 +91,7 @@ def _start_producer(ctx, target, *args):
 @pytest.mark.parametrize("n_items, nbytes", [(1, 4 * qu.MB), (100, 1024)], ids=["one large", "many small"])
 def test_join_before_get_deadlocks_once_the_unread_data_exceeds_the_pipe(n_items, nbytes):
     # 100 items of 1 KB are 100 KB in all: more than a 64 KiB Linux pipe, although each item is tiny.
-    ctx = tmp.get_context(qu.FAST_METHOD)
+    ctx = tmp.get_context(FAST_METHOD)
     q, producer = _start_producer(ctx, qu.put_arrays, n_items, nbytes)
     producer.join(timeout=1)
     assert producer.is_alive()  # stuck: its feeder thread waits for us to read the pipe
@@ -102,7 +103,7 @@ def test_join_before_get_deadlocks_once_the_unread_data_exceeds_the_pipe(n_items
 
 
 def test_a_few_small_items_fit_in_the_pipe_so_join_first_returns():
-    ctx = tmp.get_context(qu.FAST_METHOD)
+    ctx = tmp.get_context(FAST_METHOD)
     q, producer = _start_producer(ctx, qu.put_arrays, 10, 1024)  # 10 KB in all
     producer.join(timeout=30)
     assert producer.exitcode == 0
@@ -120,7 +121,7 @@ def test_a_tensor_from_a_producer_that_exited_cannot_be_received_under_file_desc
         q.get(timeout=10)  # the fd was to come from the producer process
 
 
-@pytest.mark.skipif(sys.platform != "linux" or qu.FAST_METHOD != "fork", reason="Linux fork only")
+@pytest.mark.skipif(sys.platform != "linux" or FAST_METHOD != "fork", reason="Linux fork only")
 def test_under_file_system_torch_shm_manager_unlinks_the_segment_2_s_after_the_producer_exits():
     # Notebook 03's last appendix. In a fresh interpreter: this one may be a client of a manager.
     script = textwrap.dedent(

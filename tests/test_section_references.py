@@ -125,14 +125,15 @@ def all_references() -> list[Reference]:
 
 def doctor_references() -> list[Reference]:
     """The "teaches" entries of ``helpers.doctor`` (``01 §1 Three ways...; 04 §2 The CPU twin``)."""
-    from helpers import doctor
+    from helpers.doctor.findings import _ABOUT
 
     found = []
-    for check, (_why, _fix, teaches, _prevents) in doctor._ABOUT.items():
+    for check, (_why, _fix, teaches, _prevents) in _ABOUT.items():
         for part in teaches.split(";"):
             match = re.fullmatch(r"\s*(\d\d) §(\d+[a-z]?)?\s*(.*?)\s*", part)
             assert match, f"helpers.doctor {check!r}: teaches {part!r} is not 'NN §N Title'"
-            found.append(Reference(f"helpers/doctor.py {check!r}", match[1], match[2] or "", match[3]))
+            where = f"helpers/doctor/findings.py {check!r}"
+            found.append(Reference(where, match[1], match[2] or "", match[3]))
     return found
 
 

@@ -1,4 +1,4 @@
-"""helpers.shared: the workers and probes behind notebook 02, under every start method."""
+"""helpers.shared_tensors: the workers and probes behind notebook 02, under every start method."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ import pytest
 import torch
 import torch.multiprocessing as tmp
 
-import helpers.shared as sh
-from helpers.launch import launch
+import helpers.shared_tensors as sh
+from helpers.launch import FAST_METHOD, launch
 from tests.workers import METHODS
 
 # Spawn children import torch (seconds each on a busy machine): the less central tests run under
 # this platform's fast method and spawn only; the central ones under every method.
-FAST_AND_SPAWN = sorted({sh.FAST_METHOD, "spawn"})
+FAST_AND_SPAWN = sorted({FAST_METHOD, "spawn"})
 
 matplotlib.use("Agg")
 LINUX = sys.platform.startswith("linux")
@@ -145,7 +145,7 @@ def test_open_shm_fds_counts_one_per_storage_not_per_view():
 def test_share_then_die_leaves_names_that_the_manager_removes():
     import time
 
-    child = tmp.get_context(sh.FAST_METHOD).Process(target=sh.share_then_die, args=(0, 3))
+    child = tmp.get_context(FAST_METHOD).Process(target=sh.share_then_die, args=(0, 3))
     child.start()
     child.join(timeout=60)
     assert child.exitcode == -9

@@ -59,7 +59,7 @@ def put_rank(rank: int, queue) -> None:
 
 
 def catches_sigusr1(_rank: int) -> bool:
-    """Whether this process handles SIGUSR1 (``helpers.doctor.register_stack_dump`` installs a handler)."""
+    """Whether this process handles SIGUSR1 (``stack_dump.register_stack_dump`` installs a handler)."""
     with open(f"/proc/{os.getpid()}/status") as status:
         mask = next(line for line in status if line.startswith("SigCgt:")).split()[1]
     return bool(int(mask, 16) >> (signal.SIGUSR1 - 1) & 1)

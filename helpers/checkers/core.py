@@ -15,11 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import ModuleType
 
+from helpers.launch import FAST_METHOD
 from helpers.processes import kill_tree, reap
 
-__all__ = ["CheckResult", "FORK"]
-
-FORK = "fork" if "fork" in mp.get_all_start_methods() else "spawn"  # fast where the lesson allows
+__all__ = ["CheckResult"]
 
 
 @dataclass
@@ -180,7 +179,7 @@ def _kill_tree(proc) -> None:
 
 
 def _in_child(
-    module_name: str, func_name: str, args: tuple = (), *, method: str = FORK, timeout: float = 20.0
+    module_name: str, func_name: str, args: tuple = (), *, method: str = FAST_METHOD, timeout: float = 20.0
 ):
     """Run ``module_name.func_name(*args)`` in a child with a deadline; kill its whole tree on expiry."""
     ctx = mp.get_context(method)

@@ -7,7 +7,6 @@ import multiprocessing as mp
 from types import ModuleType
 
 from helpers.checkers.core import (
-    FORK,
     CheckResult,
     _checked,
     _error_line,
@@ -15,6 +14,7 @@ from helpers.checkers.core import (
     _raise_if_stub_error,
     _Report,
 )
+from helpers.launch import FAST_METHOD
 
 __all__ = ["check_ex02"]
 
@@ -55,7 +55,9 @@ def check_ex02(
             return
         expected = nprocs * n
         for method in [m for m in methods if m in mp.get_all_start_methods()]:
-            outcome = _in_child(mod.__name__, "safe_count", (nprocs, n, method), method=FORK, timeout=timeout)
+            outcome = _in_child(
+                mod.__name__, "safe_count", (nprocs, n, method), method=FAST_METHOD, timeout=timeout
+            )
             if outcome.status == "timeout":
                 report.fail(
                     f"{method}: safe_count did not return within {timeout:.0f} s: does a worker wait for a "

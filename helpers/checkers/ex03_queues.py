@@ -8,7 +8,6 @@ import time
 from types import ModuleType
 
 from helpers.checkers.core import (
-    FORK,
     CheckResult,
     _checked,
     _error_line,
@@ -17,6 +16,7 @@ from helpers.checkers.core import (
     _Report,
     _resolve,
 )
+from helpers.launch import FAST_METHOD
 
 __all__ = ["check_ex03"]
 
@@ -84,7 +84,7 @@ def check_ex03(
 
     def body(mod: ModuleType, report: _Report) -> None:
         wait = min(10.0, timeout / 3)
-        probe = _in_child(__name__, "_probe_producer", (module, FORK, 3, wait), timeout=timeout)
+        probe = _in_child(__name__, "_probe_producer", (module, FAST_METHOD, 3, wait), timeout=timeout)
         if probe.status != "ok":
             _raise_if_stub_error(probe.error)
             report.fail(f"running your producer failed: {_error_line(probe.error) or probe.status}")

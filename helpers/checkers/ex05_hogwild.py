@@ -7,7 +7,6 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from helpers.checkers.core import (
-    FORK,
     CheckResult,
     _checked,
     _error_line,
@@ -15,7 +14,7 @@ from helpers.checkers.core import (
     _Report,
     _resolve,
 )
-from helpers.launch import WorkerFailed, launch
+from helpers.launch import FAST_METHOD, WorkerFailed, launch
 
 if TYPE_CHECKING:  # torch is imported inside the functions: importing the checkers stays light
     import torch
@@ -84,7 +83,9 @@ def check_ex05(module: str = "exercises.ex05_hogwild", timeout: float = 60.0, st
         seed = 5
         _warm_up_optimizer()
         try:
-            solo = launch(_hogwild_solo, args=(module, seed, steps), nprocs=3, method=FORK, timeout=timeout)
+            solo = launch(
+                _hogwild_solo, args=(module, seed, steps), nprocs=3, method=FAST_METHOD, timeout=timeout
+            )
         except WorkerFailed as exc:
             _raise_if_stub_error(str(exc))
             report.fail(f"the worker failed: {_error_line(str(exc))}")
@@ -119,7 +120,9 @@ def check_ex05(module: str = "exercises.ex05_hogwild", timeout: float = 60.0, st
         before = [p.detach().clone() for p in model.parameters()]
         loss_before = _mse(model, held_out)
         try:
-            launch(mod.hogwild_worker, args=(model, seed, steps), nprocs=2, method=FORK, timeout=timeout)
+            launch(
+                mod.hogwild_worker, args=(model, seed, steps), nprocs=2, method=FAST_METHOD, timeout=timeout
+            )
         except WorkerFailed as exc:
             report.fail(f"a Hogwild worker failed: {_error_line(str(exc))}")
             return

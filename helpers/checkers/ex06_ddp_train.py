@@ -7,7 +7,6 @@ import tempfile
 from types import ModuleType
 
 from helpers.checkers.core import (
-    FORK,
     CheckResult,
     _checked,
     _error_line,
@@ -15,6 +14,7 @@ from helpers.checkers.core import (
     _raise_if_stub_error,
     _Report,
 )
+from helpers.launch import FAST_METHOD
 
 __all__ = ["check_ex06"]
 
@@ -59,7 +59,7 @@ def check_ex06(module: str = "exercises.ex06_ddp_train", timeout: float = 180.0)
         world, batch = 2, mod.BATCH_SIZE
         with tempfile.TemporaryDirectory(prefix="tmp-ex06-") as folder:
             path = os.path.join(folder, "model.pt")
-            outcome = _in_child(module, "launch", (world, path), method=FORK, timeout=timeout)
+            outcome = _in_child(module, "launch", (world, path), method=FAST_METHOD, timeout=timeout)
             if outcome.status == "raised":
                 _raise_if_stub_error(outcome.error)
                 report.fail(f"launch(2, path) failed: {_error_line(outcome.error)}")

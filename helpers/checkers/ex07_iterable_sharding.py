@@ -7,13 +7,13 @@ from collections import Counter
 from types import ModuleType
 
 from helpers.checkers.core import (
-    FORK,
     CheckResult,
     _checked,
     _first_line,
     _NotAttempted,
     _Report,
 )
+from helpers.launch import FAST_METHOD
 
 __all__ = ["check_ex07"]
 
@@ -31,7 +31,7 @@ def check_ex07(module: str = "exercises.ex07_iterable_sharding", timeout: float 
     def body(mod: ModuleType, report: _Report) -> None:
         for n, workers in ((20, 2), (10, 3), (7, 0)):
             dataset = mod.ShardedRange(0, n)
-            options = {"multiprocessing_context": FORK, "timeout": timeout} if workers else {}
+            options = {"multiprocessing_context": FAST_METHOD, "timeout": timeout} if workers else {}
             try:
                 with warnings.catch_warnings():  # "suggested max number of worker" on a 2-core machine
                     warnings.filterwarnings("ignore", message="This DataLoader will create")

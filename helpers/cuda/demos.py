@@ -1,145 +1,45 @@
-"""Fork versus CUDA: the GPU demos of notebook 04, and what a CPU machine can read of them.
-
-Once a parent has *queried or initialised* CUDA through torch, a *fork* child that touches CUDA
-raises "Cannot re-initialize CUDA in forked subprocess". A query is enough:
-``torch.cuda.is_available()`` (unless ``PYTORCH_NVML_BASED_CUDA_CHECK=1`` is set), and
-``torch.cuda.device_count()`` when NVML discovery fails, both call ``torch._C._cuda_getDeviceCount``,
-which registers torch's ``pthread_atfork`` handler (``register_fork_handler_for_device_init`` in
-``torch/csrc/utils/device_lazy_init.cpp``). That handler marks every later fork child as a "bad
-fork", and ``torch.cuda._lazy_init`` raises there, although ``torch.cuda.is_initialized()`` was
-still False in the parent. So the usual ``device = "cuda" if torch.cuda.is_available() else "cpu"``
-at the top of a script already rules out CUDA in fork children. CUDA initialised outside torch
-(another library's ``cuInit``) is not detected: the child gets a raw CUDA error instead.
-The canonical code is :func:`fork_after_cuda` with its child :func:`cuda_op`. Without a GPU,
-:func:`bad_fork_check` and :func:`bad_fork_flag` read that check and its error text from the
-installed torch, live.
-
-Each GPU demo runs in a *fresh interpreter* (so the caller never initialises CUDA and stays
-fork-safe), bounded by a timeout. On a GPU machine, from the repository root::
-
-    PYTHONPATH=. python -m helpers.cuda                # run every demo, print the outcomes
-    PYTHONPATH=. python -m helpers.cuda poison_table   # one demo
-
-``helpers.cuda_transcript`` records them into the transcript that notebook 04 shows where CUDA is
-absent. The CPU twin (OpenMP, locks) is in ``helpers.fork_hazards``.
-
-Example::
-
-    >>> from helpers.cuda import CUDA_REINIT_ERROR, bad_fork_check
-    >>> CUDA_REINIT_ERROR in bad_fork_check()
-    True
-"""
+"""The GPU demos of notebook 04 section 4, each run in a fresh interpreter with a deadline, as plain dicts."""
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import datetime
-import inspect
 import json
 import multiprocessing as mp
 import os
 import platform
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import TextIO
 
 import torch
 
+from helpers.cuda.bad_fork import CUDA_REINIT_ERROR
 from helpers.processes import reap, run_python_script, run_with_deadline
 
-__all__ = [
-    "CUDA_REINIT_ERROR",
-    "bad_fork_check",
-    "bad_fork_flag",
-    "cuda_op",
-    "fork_after_cuda",
-    "cuda_present",
-    "gpu_info",
-    "fork_after_cuda_init",
-    "poison_table",
-    "cuda_fixes",
-    "cuda_ipc_queue",
-    "ipc_consumer",
-    "broken_keep_alive",
-    "per_process_devices",
-    "GPU_DEMOS",
-    "run_gpu_demos",
-    "check_gpu_results",
-    "main",
-]
+__all__: list[str] = []  # the public names are imported from helpers.cuda, which re-exports them
 
-ROOT = Path(__file__).resolve().parent.parent
-CUDA_REINIT_ERROR = "Cannot re-initialize CUDA in forked subprocess"
-
-
-# --------------------------------------------------------------------------------------------------
-# What a CPU machine can read: the check and its error, from the installed torch's own source
-# --------------------------------------------------------------------------------------------------
-
-
-def bad_fork_check() -> str:
-    """The lines of the installed ``torch.cuda._lazy_init`` that refuse CUDA in a bad fork.
-
-    Read live with ``inspect``, so notebook 04 section 4 shows what *this* torch raises, GPU or not.
-
-    >>> print(bad_fork_check())  # doctest: +ELLIPSIS
-    # torch/cuda/__init__.py, in _lazy_init (torch ..., line ...)
-    ...if _is_in_bad_fork():
-    ...raise RuntimeError(
-    ..."Cannot re-initialize CUDA in forked subprocess. To use CUDA with "...
-    """
-    lines, first = inspect.getsourcelines(torch.cuda._lazy_init)
-    start = next(i for i, line in enumerate(lines) if "_is_in_bad_fork()" in line)
-    end = next(i for i in range(start, len(lines)) if "start method" in lines[i])
-    end += next(i for i, line in enumerate(lines[end:]) if line.strip().startswith(")"))
-    body = "".join(lines[start : end + 1])
-    where = f"torch {torch.__version__}, line {first + start}"
-    return f"# torch/cuda/__init__.py, in _lazy_init ({where})\n{body.rstrip()}"
-
-
-def bad_fork_flag() -> dict:
-    """Where ``_is_in_bad_fork`` comes from in the installed torch, and whether it is real here.
-    Notebook 04, "Appendix: where PyTorch's bad-fork flag lives", prints it.
-
-    On a CUDA build it is ``torch._C._cuda_isInBadFork``, which reads a flag set in C++ by the
-    ``pthread_atfork`` child handler that torch's first CUDA query registers
-    (``register_fork_handler_for_device_init`` and ``is_device_in_bad_fork`` in
-    ``torch/csrc/utils/device_lazy_init.cpp`` in torch 2.13; releases before 2025 had ``poison_fork``
-    and ``forked_child`` in ``torch/csrc/cuda/Module.cpp``). On a CPU-only build the name is
-    missing and the Python fallback is a stub that always says False.
-
-    >>> flag = bad_fork_flag()
-    >>> flag["source"]
-    '_is_in_bad_fork = getattr(torch._C, "_cuda_isInBadFork", lambda: False)'
-    >>> flag["real"] == hasattr(torch._C, "_cuda_isInBadFork")
-    True
-    """
-    source = inspect.getsource(sys.modules["torch.cuda"])
-    line = next(line.strip() for line in source.splitlines() if line.startswith("_is_in_bad_fork ="))
-    return {"source": line, "real": hasattr(torch._C, "_cuda_isInBadFork"), "cuda_build": torch.version.cuda}
-
+ROOT = Path(__file__).resolve().parents[2]  # the repository: on the fresh interpreters' PYTHONPATH
 
 # --------------------------------------------------------------------------------------------------
 # The GPU demos. Each *body* runs in a fresh interpreter started by _run_fresh; the public wrappers
 # return plain dicts (JSON): a script, a notebook or helpers.cuda_transcript prints, checks or records them.
 # --------------------------------------------------------------------------------------------------
 
-_MARK = "@@helpers.cuda@@ "
+_MARK = "@@helpers.cuda.demos@@ "
 
 
 def _run_fresh(body: str, limit: float, env: dict[str, str | None] | None = None, **kwargs) -> dict:
-    """Run ``helpers.cuda.<body>(**kwargs)`` in a fresh interpreter (``run_python_script``); bounded.
+    """Run ``helpers.cuda.demos.<body>(**kwargs)`` in a fresh interpreter (``run_python_script``); bounded.
 
     The result comes back as one JSON line on stdout; ``stderr`` holds the end of the child's.
     The repository goes on ``PYTHONPATH``, so this works without installing the package.
     """
     code = (  # guarded: the demos' spawn and forkserver children import this script as __mp_main__
         "import json, sys\n"
-        f"from helpers.cuda import {body} as body\n"
+        f"from helpers.cuda.demos import {body} as body\n"
         "if __name__ == '__main__':\n"
         f"    print({_MARK!r} + json.dumps(body(**json.loads(sys.argv[1]))), flush=True)\n"
     )
@@ -242,43 +142,6 @@ def _cuda_op_in_child(method: str, timeout: float) -> dict:
     outcome.update(
         child_method=method, child_exitcode=result.exitcode, child_seconds=round(result.seconds, 2)
     )
-    return outcome
-
-
-def cuda_op(rank: int, results: mp.queues.Queue) -> None:
-    """Child: one CUDA op; put ``"ok ..."`` or the error it raised on ``results``. Notebook 04 section 4.
-
-    >>> import queue
-    >>> q = queue.Queue()
-    >>> cuda_op(0, q)
-    >>> no_gpu = "AssertionError: Torch not compiled" if torch.version.cuda is None else "RuntimeError"
-    >>> q.get().startswith("ok" if torch.cuda.is_available() else no_gpu)  # CPU build, or CUDA build, no GPU
-    True
-    """
-    torch.set_num_threads(1)  # a fork child never runs a parallel CPU op on the inherited pool
-    try:
-        results.put(f"ok (sum {float(torch.ones(2, device='cuda').sum()):.0f})")
-    except Exception as error:  # noqa: BLE001 (whatever it raises is the lesson)
-        results.put(f"{type(error).__name__}: {error}")
-
-
-def fork_after_cuda(method: str = "fork", timeout: float = 60.0) -> str:
-    """Parent: initialise CUDA, then start a ``method`` child that runs :func:`cuda_op`; its outcome.
-
-    The canonical failure of notebook 04 section 4: with ``"fork"`` the child's op raises
-    "Cannot re-initialize CUDA in forked subprocess"; with spawn or forkserver it works. Needs a
-    CUDA device; :func:`fork_after_cuda_init` runs it in a fresh interpreter.
-
-    >>> fork_after_cuda("spawn")  # doctest: +SKIP
-    'ok (sum 2)'
-    """
-    torch.zeros(1, device="cuda")  # the parent initialises CUDA
-    ctx = mp.get_context(method)
-    results = ctx.Queue()
-    child = ctx.Process(target=cuda_op, args=(0, results))
-    child.start()
-    outcome = results.get(timeout=timeout)  # get before join
-    child.join(timeout)
     return outcome
 
 
@@ -572,47 +435,3 @@ def check_gpu_results(results: dict) -> None:
     ipc = results["cuda_ipc_queue"]
     assert ipc.get("producer_sees") == [1.0] * 4, ipc
     assert ipc["consumer"]["device"].startswith("cuda"), ipc
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m helpers.cuda [DEMO ...]``: run GPU demos, each in a fresh interpreter; print them.
-    The command line for notebook 04 section 4's GPU demos (shown there and in the README).
-
-    Not run as a doctest: a CLI entry point that needs a CUDA device and takes minutes.
-
-    >>> main(["poison_table", "--check"])  # doctest: +SKIP
-    0
-    """
-    from helpers.cuda_transcript import format_transcript
-
-    parser = argparse.ArgumentParser(
-        prog="python -m helpers.cuda",
-        description="Run notebook 04's GPU demos (fork after CUDA init, which calls poison fork, the "
-        "fixes, CUDA tensors through a queue, one device per process), each in a fresh interpreter "
-        "with a timeout, and print what happened. helpers.cuda_transcript records them to a file.",
-    )
-    demos = [demo.__name__ for demo in GPU_DEMOS]
-    parser.add_argument("demos", nargs="*", metavar="DEMO", help=f"any of {', '.join(demos)} (default: all)")
-    parser.add_argument("--timeout", type=float, default=120.0, help="seconds per child (default 120)")
-    parser.add_argument("--check", action="store_true", help="also assert the robust claims (exit 1 if not)")
-    args = parser.parse_args(argv)
-    unknown = sorted(set(args.demos) - set(demos))
-    if unknown:
-        parser.error(f"unknown demo(s) {unknown}; choose from {demos}")
-    if not cuda_present():
-        build = f"CUDA {torch.version.cuda}" if torch.version.cuda else "a CPU-only build"
-        print(f"No CUDA device found (torch {torch.__version__}, {build}): nothing to run.")
-        return 0
-    results = run_gpu_demos(timeout=args.timeout, progress=sys.stderr, names=tuple(args.demos))
-    print(format_transcript(gpu_info(), results), end="")
-    if args.check:
-        try:
-            check_gpu_results(results)
-        except AssertionError as error:
-            print(f"CHECK FAILED: {error}", file=sys.stderr)
-            return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

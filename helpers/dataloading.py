@@ -8,7 +8,7 @@ leaves no worker behind (the iterator is exhausted or deleted before it returns)
 Example::
 
     >>> from torch.utils.data import DataLoader
-    >>> from helpers.data import SlowSquares
+    >>> from helpers.dataloading import SlowSquares
     >>> loader = DataLoader(SlowSquares(4, work=10), batch_size=2, num_workers=0)
     >>> [batch.tolist() for batch in loader]
     [[0, 1], [4, 9]]
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import random
-import sys
 import time
 from collections.abc import Callable
 
@@ -26,10 +25,10 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, IterableDataset, get_worker_info
 
+from helpers.launch import FAST_METHOD
 from helpers.processes import live_children
 
 __all__ = [
-    "FAST_METHOD",
     "SlowSquares",
     "WhoLoadedMe",
     "Numbers",
@@ -43,12 +42,6 @@ __all__ = [
     "collect",
     "worker_memory",
 ]
-
-# The cheapest safe start method for workers that need nothing special: fork on Linux (milliseconds
-# to start), spawn elsewhere (macOS has fork, but CPython calls it unsafe there: system frameworks may
-# crash a forked child; its default is spawn since 3.8). Passed explicitly, so results do not depend
-# on the platform's default start method.
-FAST_METHOD = "fork" if sys.platform == "linux" else "spawn"
 
 
 class SlowSquares(Dataset):

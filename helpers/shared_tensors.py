@@ -7,8 +7,8 @@ kernels hangs in GNU OpenMP otherwise; notebook 04 section 2).
 Example::
 
     >>> import torch
-    >>> from helpers.launch import launch
-    >>> from helpers.shared import FAST_METHOD, add_in_place
+    >>> from helpers.launch import FAST_METHOD, launch
+    >>> from helpers.shared_tensors import add_in_place
     >>> t = torch.zeros(3).share_memory_()
     >>> _ = launch(add_in_place, args=(t,), nprocs=1, method=FAST_METHOD)
     >>> t.tolist()
@@ -26,11 +26,10 @@ from pathlib import Path
 
 import torch
 
-from helpers.launch import launch
+from helpers.launch import FAST_METHOD, launch
 from helpers.processes import dev_shm_entries
 
 __all__ = [
-    "FAST_METHOD",
     "memory_region",
     "add_in_place",
     "add_plus_equals",
@@ -48,13 +47,9 @@ __all__ = [
     "torch_entries_of",
 ]
 
-# Fork starts a child in milliseconds; everything here also works (slower) under spawn.
-FAST_METHOD = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
-
 
 def memory_region(t: torch.Tensor) -> str:
     """Where ``t``'s storage lives: the ``/proc/self/maps`` region holding its first byte (Linux).
-    Notebook 02 section 1.
 
     A private allocation shows as ``[heap]`` or ``[anonymous]``; a shared one as
     ``/dev/shm/torch_... (deleted)`` (``file_descriptor``: unlinked at once, alive while mapped) or
@@ -77,7 +72,6 @@ def memory_region(t: torch.Tensor) -> str:
 
 def add_in_place(rank: int, t: torch.Tensor) -> None:
     """``t.add_(1)``: writes into the storage the parent shares.
-    Notebook 02 sections 2 and 3.
 
     >>> x = torch.zeros(2); add_in_place(0, x); x.tolist()
     [1.0, 1.0]
@@ -88,7 +82,6 @@ def add_in_place(rank: int, t: torch.Tensor) -> None:
 
 def add_plus_equals(rank: int, t: torch.Tensor) -> None:
     """``t += 1``: also in place (``Tensor.__iadd__``), although it reads like a rebinding.
-    Notebook 02 section 2.
 
     >>> x = torch.zeros(2); add_plus_equals(0, x); x.tolist()
     [1.0, 1.0]
@@ -99,7 +92,6 @@ def add_plus_equals(rank: int, t: torch.Tensor) -> None:
 
 def add_and_rebind(rank: int, t: torch.Tensor) -> None:
     """``t = t + 1``: a new tensor in this process; the shared storage is untouched.
-    Notebook 02 section 2.
 
     >>> x = torch.zeros(2); add_and_rebind(0, x); x.tolist()
     [0.0, 0.0]
@@ -110,7 +102,6 @@ def add_and_rebind(rank: int, t: torch.Tensor) -> None:
 
 def write_through_numpy(rank: int, t: torch.Tensor) -> None:
     """Write ``rank + 100`` at index ``rank`` through a NumPy view (``t.numpy()``, no copy).
-    Notebook 02 section 6.
 
     >>> x = torch.zeros(2); write_through_numpy(1, x); x.tolist()
     [0.0, 101.0]
@@ -122,7 +113,6 @@ def write_through_numpy(rank: int, t: torch.Tensor) -> None:
 
 def nudge_weights(rank: int, model: torch.nn.Module, amount: float = 1.0) -> None:
     """Add ``amount`` to every parameter of ``model`` in place (under ``no_grad``).
-    Notebook 02 section 1.
 
     >>> m = torch.nn.Linear(1, 1); before = m.bias.item(); nudge_weights(0, m, 0.5)
     >>> round(m.bias.item() - before, 4)
@@ -138,7 +128,6 @@ def increment_counter(
     rank: int, counter: torch.Tensor, n: int, lock: contextlib.AbstractContextManager | None = None
 ) -> None:
     """Add 1 to ``counter[0]`` ``n`` times: read, yield the CPU, write (under ``lock`` if given).
-    Notebook 02 section 4.
 
     The yield (``time.sleep(0)``) widens the window between read and write, so that without a
     lock another process's increments land in it and are overwritten: lost updates, every run.
@@ -158,7 +147,6 @@ def increment_counter(
 
 def increment_own_slot(rank: int, counts: torch.Tensor, n: int) -> None:
     """The lock-free fix: each rank increments only ``counts[rank]`` (same read/yield/write).
-    Notebook 02 section 4.
 
     >>> c = torch.zeros(2, dtype=torch.int64); increment_own_slot(1, c, 3); c.tolist()
     [0, 3]
@@ -327,7 +315,6 @@ def share_then_die(rank: int, count: int = 5) -> None:
 
 def torch_entries_of(pid: int) -> list[str]:
     """``/dev/shm`` names that torch created in process ``pid`` (``torch_<pid>_...``).
-    Notebook 02, appendix.
 
     >>> torch_entries_of(os.getpid())
     []

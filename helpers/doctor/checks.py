@@ -1,0 +1,130 @@
+"""Run the doctor's checks: :func:`check` measures, :func:`format_findings` prints."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable, Sequence
+
+from helpers.doctor.findings import CHECKS, DEFAULT_SHM_NEED, DoctorError, Finding, _not_here
+from helpers.doctor.machine_checks import (
+    _check_cpu_threads,
+    _check_hostname,
+    _check_master_port,
+    _check_memory,
+    _check_open_files,
+    _check_orphans,
+    _check_shared_memory,
+    _check_stack_dumps,
+    _check_stale_shared_memory,
+    _check_start_method,
+    _check_versions,
+)
+from helpers.doctor.process_checks import _check_children, _check_cuda, _check_kernel, _check_threads
+from helpers.doctor.target_checks import _check_imports, _check_target
+
+__all__: list[str] = []  # the public names are imported from helpers.doctor, which re-exports them
+
+# --- check(): run them all -------------------------------------------------------------------------
+
+
+def check(
+    target: str | Callable | None = None,
+    *,
+    pid: int | None = None,
+    this_process: bool = True,
+    processes: int = 1,
+    shm_path: str = "/dev/shm",
+    shm_need: int = DEFAULT_SHM_NEED,
+    mem_need: int | None = None,
+    master_addr: str | None = None,
+    master_port: int | None = None,
+    imports: Sequence[str] = (),
+    only: Sequence[str] | None = None,
+    timeout: float = 30.0,
+) -> list[Finding]:
+    """Measure what decides whether a multiprocessing launch works here; one :class:`Finding` per check.
+
+    - ``target``: the worker, as ``"module:function"`` or the function itself; checked in a fresh
+      interpreter (importable, not a lambda or nested function, pickles by name).
+    - Per-process checks (threads already started, CUDA initialised, leftover children, running
+      in a Jupyter kernel) look at this process (``this_process``, the default: call ``check()``
+      inside the job's script or kernel), or at process ``pid`` from outside; with
+      ``this_process=False`` and no ``pid`` (a fresh command line) they report ``n/a``.
+    - ``processes``: how many workers the job starts (for oversubscription); ``shm_path`` and
+      ``shm_need`` (bytes): where shared memory lives and how much the job needs; ``mem_need``
+      (bytes): the job's memory (default: ``processes`` x ``DEFAULT_WORKER_MEM``);
+      ``master_addr``/``master_port``: the rendezvous (default: MASTER_ADDR/MASTER_PORT, else
+      torchrun's ports 29500 and 29400); ``imports``: modules to test for CUDA initialisation on import.
+    - ``only``: names from :data:`CHECKS` to run (default: all that apply).
+
+    Raises :class:`DoctorError` for a malformed or unimportable target. Notebook 00 (your
+    environment) prints it; notebook 08 diagnoses a bad target and a hung child with it.
+
+    >>> [f.name for f in check(only=["open files", "master port"], master_port=0)]
+    ['open files', 'master port']
+    """
+    if pid is not None:
+        import psutil
+
+        if not psutil.pid_exists(pid):
+            raise DoctorError(f"no process with pid {pid}")
+    unknown = sorted(set(only or ()) - set(CHECKS))
+    if unknown:
+        raise DoctorError(f"unknown check(s) {unknown}; choose from {list(CHECKS)}")
+    inside = this_process and pid is None
+    per_process = inside or pid is not None
+    runs: dict[str, Callable[[], Finding]] = {
+        "python and torch": _check_versions,
+        "default start method": _check_start_method,
+        "threads before fork": lambda: (
+            _check_threads(pid) if per_process else _not_here("threads before fork")
+        ),
+        "CPU threads": lambda: _check_cpu_threads(processes, outside=pid is not None),
+        "CUDA initialised": lambda: _check_cuda(pid) if per_process else _not_here("CUDA initialised"),
+        "shared memory": lambda: _check_shared_memory(shm_path, shm_need),
+        "memory": lambda: _check_memory(mem_need, processes),
+        "open files": lambda: _check_open_files(pid),
+        "hostname": lambda: _check_hostname(master_addr, timeout=min(timeout, 5.0)),
+        "master port": lambda: _check_master_port(master_port),
+        "leftover children": lambda: _check_children(pid) if per_process else _not_here("leftover children"),
+        "orphaned workers": _check_orphans,
+        "stale shared memory": _check_stale_shared_memory,
+        "Jupyter kernel": lambda: _check_kernel(pid) if per_process else _not_here("Jupyter kernel"),
+        "stack dumps": _check_stack_dumps,
+    }
+    if target is not None:
+        runs["target importable"] = lambda: _check_target(target, timeout)
+    if imports:
+        runs["imports initialise CUDA"] = lambda: _check_imports(imports, timeout)
+    wanted = [name for name in CHECKS if name in runs and (only is None or name in only)]
+    return [runs[name]() for name in wanted]
+
+
+def format_findings(findings: Sequence[Finding], details: bool = True) -> str:
+    """The findings as a table (status, check, what was measured), then why and the fix for each problem.
+
+    ``details=False`` leaves out the explanations. Notebook 00 prints it line by line.
+
+    >>> print(format_findings([Finding("open files", "ok", "soft 4096", "why", "fix", "02 §5", "#973")]))
+    status  check       measured
+    ok      open files  soft 4096
+    """
+    width = max([len("check"), *(len(f.name) for f in findings)])
+    lines = [f"{'status':<6}  {'check':<{width}}  measured"]
+    for f in findings:
+        measured = textwrap.wrap(f.measured, 100 - width) or [""]
+        lines.append(f"{f.status:<6}  {f.name:<{width}}  {measured[0]}")
+        lines += [f"{'':<6}  {'':<{width}}  {more}" for more in measured[1:]]
+    problems = [f for f in findings if f.status in ("warn", "fail")]
+    if details and problems:
+        for f in problems:
+            lines.append("")
+            lines += textwrap.wrap(f"{f.status.upper()} {f.name}: {f.why}", 110, subsequent_indent="  ")
+            lines += textwrap.wrap(f"fix: {f.fix}", 110, initial_indent="  ", subsequent_indent="    ")
+            lines += textwrap.wrap(
+                f"taught in: {f.teaches}; prevents: {f.prevents}",
+                110,
+                initial_indent="  ",
+                subsequent_indent="    ",
+            )
+    return "\n".join(lines)

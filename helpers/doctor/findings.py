@@ -1,0 +1,217 @@
+"""What the doctor reports: :class:`Finding`, :class:`DoctorError`, and what each check is about."""
+
+from __future__ import annotations
+
+import dataclasses
+
+__all__: list[str] = []  # the public names are imported from helpers.doctor, which re-exports them
+
+STATUSES = ("ok", "warn", "fail", "n/a")
+TORCHRUN_DEFAULT_PORT = 29500  # torchrun's --master-port default (static rendezvous)
+TORCHRUN_RDZV_PORT = 29400  # torchrun's c10d rendezvous port (--rdzv-endpoint host without a port)
+DOCKER_DEFAULT_SHM = 64 * 1024**2  # `docker run` without --shm-size (moby/moby#29492)
+DEFAULT_SHM_NEED = 512 * 1024**2
+DEFAULT_WORKER_MEM = 1024**3  # a rough figure for one torch worker's memory; --mem-need names the real one
+
+
+class DoctorError(ValueError):
+    """Bad input to the doctor (a malformed or unimportable target, a process that does not exist).
+
+    The message is one line that says what to do; the command line prints it and exits with 2.
+    """
+
+
+@dataclasses.dataclass
+class Finding:
+    """One check's result: what was measured, whether it is a problem, and what to do about it.
+
+    ``status`` is ``ok``, ``warn`` (works, but a known failure is near), ``fail`` (a launch will
+    fail or hang) or ``n/a`` (not measurable from here, e.g. a per-process check run from a fresh
+    command line). ``teaches`` names the notebook section; ``prevents`` the upstream issue or doc.
+
+    >>> Finding("open files", "ok", "soft 4096", "...", "...", "02 §5", "pytorch#973").status
+    'ok'
+    """
+
+    name: str
+    status: str
+    measured: str
+    why: str
+    fix: str
+    teaches: str
+    prevents: str
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}")
+
+
+# --- What each check is about: why it matters, the fix, where it is taught, what it prevents -------
+
+_ABOUT = {
+    "python and torch": (
+        "Python changes multiprocessing's defaults (3.14: forkserver on Linux) and its messages; "
+        "the series is tested on Python 3.10-3.14 with torch 2.11 to 2.15.0 (helpers.environment's "
+        "TESTED_TORCH), and a newer torch may change what a notebook shows.",
+        "Use a tested pair: if a notebook fails on a newer torch, pin the tested one "
+        "(pip install torch==2.15.0, or make test TORCH_VERSION=2.15.0) and read the version notes.",
+        "00 §Your environment",
+        "CPython gh-84559 (3.14 default start method); torch release notes",
+    ),
+    "default start method": (
+        "fork, spawn and forkserver differ in what a child inherits and what it must import; code "
+        "that silently relies on fork breaks when the default changes.",
+        "Name the method explicitly: ctx = mp.get_context('spawn') (never set_start_method in a "
+        "notebook or library).",
+        "01 §2 Three start methods",
+        "CPython gh-84559; Python docs 'Contexts and start methods'",
+    ),
+    "target importable": (
+        "spawn and forkserver children import the function by module and name: a function from "
+        "__main__ (a notebook, an interactive session), a lambda or a nested function fails in "
+        "the child ('Can't get attribute ...'), often far from its cause.",
+        "Move the worker to a module (e.g. mypkg/workers.py), import it, and guard the script "
+        "with if __name__ == '__main__':.",
+        "01 §3 A worker defined in the notebook fails under spawn",
+        "pytorch#87016, pytorch#5301; Python docs 'Programming guidelines'",
+    ),
+    "threads before fork": (
+        "A forked child inherits memory but only the calling thread: state that refers to threads "
+        "fork did not copy (GNU OpenMP's pool waits for them at a barrier; a lock another thread held) "
+        "never changes in the child, so it can hang (an OpenMP parallel op does).",
+        "Start workers with spawn/forkserver, or call torch.set_num_threads(1) first thing in "
+        "each fork child (DataLoader workers do).",
+        "04 §2 The CPU twin: OpenMP after fork",
+        "pytorch#17199; CPython gh-100228 (3.12 fork DeprecationWarning)",
+    ),
+    "CPU threads": (
+        "torch picks its thread count from the cores it sees, not from a container's CPU "
+        "quota; N processes x T threads above the usable CPUs oversubscribe and run slower.",
+        "In each of N workers: torch.set_num_threads(max(1, usable_cpus // N)); or set OMP_NUM_THREADS.",
+        "04 §2 The CPU twin: OpenMP after fork; 05 §2 The Hogwild pattern",
+        "PyTorch docs 'CPU in multiprocessing' (PR #103229)",
+    ),
+    "CUDA initialised": (
+        "A fork child of a process that has initialised CUDA cannot use CUDA: 'Cannot "
+        "re-initialize CUDA in forked subprocess'. torch.cuda.is_available() already initialises "
+        "the driver, although torch.cuda.is_initialized() stays False.",
+        "Use spawn or forkserver for CUDA workers; keep CUDA calls, is_available() included, out of "
+        "the parent before it forks (and out of imports), or set PYTORCH_NVML_BASED_CUDA_CHECK=1.",
+        "04 §4 Fork versus CUDA",
+        "PyTorch docs 'Multiprocessing best practices: CUDA in multiprocessing'",
+    ),
+    "imports initialise CUDA": (
+        "An import that initialises CUDA (torch.cuda.is_available() at module level does) poisons "
+        "every later fork, and it is invisible in your own code.",
+        "Import that module inside the worker, or start workers with spawn/forkserver.",
+        "04 §4 Fork versus CUDA",
+        "PyTorch docs 'CUDA in multiprocessing'",
+    ),
+    "shared memory": (
+        "Tensors passed between processes (DataLoader batches, queues) live in /dev/shm; when it "
+        "is full the DataLoader raises 'unable to allocate shared memory(shm) ... No space left on "
+        "device (28)' (torch 2.13; older releases: the worker died with 'Bus error').",
+        "docker run --shm-size=2g (or --ipc=host); Kubernetes: an emptyDir with medium: Memory "
+        "on /dev/shm; or fewer workers / smaller prefetch.",
+        "02 §1 share_memory_() moves the storage; 08 §4 A full /dev/shm",
+        "pytorch#5040, pytorch#16979; moby/moby#29492 (Docker's 64 MB default)",
+    ),
+    "memory": (
+        "A job that needs more memory than the machine (or its container's cgroup) has left is "
+        "killed by the kernel's OOM killer: a worker's exit code -9 (SIGKILL, 'died with signal 9') "
+        "usually means host memory ran out, not a bug in the worker; dmesg says 'Out of memory'.",
+        "Fewer workers, smaller batches or prefetch_factor, persistent_workers to avoid copies; "
+        "raise the container's limit (docker run --memory, Kubernetes resources.limits.memory).",
+        "08 §2 What the parent sees: exit codes",
+        "pytorch#13246 (DataLoader memory growth); kernel docs cgroup-v2 memory.max",
+    ),
+    "open files": (
+        "Under the file_descriptor sharing strategy every shared tensor in flight holds an open "
+        "file; at the limit receiving one fails with 'received 0 items of ancdata' or 'Too many "
+        "open files'.",
+        "Raise the soft limit (ulimit -n <hard>, or resource.setrlimit in the launcher) or "
+        "torch.multiprocessing.set_sharing_strategy('file_system').",
+        "02 §5 Too many open files",
+        "pytorch#973, pytorch#11201; PR #34768 (the ancdata message)",
+    ),
+    "hostname": (
+        "torchrun and init_process_group connect to MASTER_ADDR, by default this host's "
+        "fully-qualified name; if it does not resolve, the rendezvous times out.",
+        "Set MASTER_ADDR=127.0.0.1 on one machine (torchrun --local-addr 127.0.0.1), or fix "
+        "/etc/hosts / DNS for the name shown.",
+        "06 §Appendix: where the rendezvous listens",
+        "pytorch#150532",
+    ),
+    "master port": (
+        "Rank 0's TCPStore listens on MASTER_PORT on all interfaces (IPv6 and IPv4); a port that "
+        "something else holds on any address fails the launch with 'Address already in use' "
+        "(errno 98). 29500 is the default of torchrun's static rendezvous (several nodes); its c10d "
+        "rendezvous listens on 29400; a single-node torchrun picks a free port itself.",
+        "Pick a free port (bind to port 0 and read it back) or stop what holds it.",
+        "06 §Appendix: where the rendezvous listens",
+        "pytorch#85604",
+    ),
+    "leftover children": (
+        "Children still alive from an earlier run (a stopped cell, a crashed launcher) hold "
+        "memory, GPUs, ports and shared memory.",
+        "Join with a timeout and terminate what is left (helpers.processes.reap / kill_tree); "
+        "restart the kernel if nothing else works.",
+        "08 §3 Leave nothing behind: reap in finally, and where signals go",
+        "pytorch#1085, pytorch#8805",
+    ),
+    "orphaned workers": (
+        "A plain multiprocessing child outlives a parent that was killed (only torch.mp.spawn "
+        "children get PR_SET_PDEATHSIG); orphans keep their memory, GPU and shared memory.",
+        "Check the pids shown (ps -o pid,ppid,pgid,args -p PID), then kill them; give children a "
+        "parent-death signal or a deadline.",
+        "08 §3 Leave nothing behind: reap in finally, and where signals go",
+        "pytorch#14394, pytorch#1085",
+    ),
+    "stale shared memory": (
+        "Under the file_system strategy torch_shm_manager unlinks a group's torch_* segments about "
+        "2 s after its last client exits, crashes included. A segment whose creator is gone and "
+        "that no process maps stays (using RAM) only while another process still holds the manager, "
+        "or when the manager itself was killed.",
+        "Delete the /dev/shm/torch_<pid>_* files listed: their creator is dead and nothing maps them.",
+        "02 §5 Sharing strategies",
+        "PyTorch docs 'Multiprocessing best practices: file_system'",
+    ),
+    "Jupyter kernel": (
+        "In a notebook, functions defined in cells live in __main__, which spawn/forkserver "
+        "children cannot import; a worker's traceback may land in the terminal, not the cell.",
+        "Put workers in a module and import them (helpers/ does this); run a script for long jobs. "
+        "Subshells: in JupyterLab, Settings Editor > Kernels > 'Kernel Comms over subshells' > Disabled.",
+        "01 §3 A worker defined in the notebook fails under spawn; 07 §6 What a spawn worker receives",
+        "pytorch#5301, pytorch#51344; Python docs 'multiprocessing: interactive interpreter'",
+    ),
+    "stack dumps": (
+        "When a job hangs, its Python stacks say where; py-spy reads them from outside with ptrace, "
+        "which Yama (ptrace_scope 1-3) and containers without CAP_SYS_PTRACE refuse.",
+        "pip install py-spy; docker run --cap-add SYS_PTRACE; or run workers through "
+        "helpers.launch.launch (faulthandler on SIGUSR1 needs no ptrace).",
+        "08 §1 Where is it stuck? A stack dump on demand",
+        "py-spy README 'How do I run py-spy in Docker?', py-spy PR #459; kernel docs LSM/Yama (ptrace_scope)",
+    ),
+}
+
+CHECKS = tuple(_ABOUT)  # the names :func:`check` can run, in the order it reports them
+
+
+def _finding(name: str, status: str, measured: str) -> Finding:
+    return Finding(name, status, measured, *_ABOUT[name])
+
+
+def _not_here(name: str) -> Finding:
+    return _finding(
+        name,
+        "n/a",
+        "per-process: run check() inside the job's script or kernel, or pass --pid PID",
+    )
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
