@@ -13,7 +13,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
+
+from helpers.ddp import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -67,13 +68,6 @@ LAB_ARGS = [
 PAGE_CONFIG = {"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}}
 # Attach every cell to the DOM, so the checks and screenshots see the whole notebook.
 NOTEBOOK_SETTINGS = {"windowingMode": "none"}
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @dataclass
