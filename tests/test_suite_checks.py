@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -128,7 +129,8 @@ def test_the_probe_finds_what_uses_the_default_start_method(run_under_xdist):
     forced = _pytest(folder, "--default-dependent-only", env={"MP_DEFAULT_START_METHOD": "spawn"})
     assert forced.returncode == 0, forced.stdout + forced.stderr
     assert "2 tests measured using the default" in forced.stdout, forced.stdout
-    assert " 2 passed, 4 deselected in " in forced.stdout, forced.stdout
+    # Python 3.14 adds ", 1 warning": its DeprecationWarning on fork() in a process with threads.
+    assert re.search(r" 2 passed, 4 deselected(, \d+ warnings?)? in ", forced.stdout), forced.stdout
 
 
 class _Item:
