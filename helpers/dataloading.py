@@ -251,7 +251,7 @@ class SignalsInWorker(Dataset):
     With ``signal.SIGBUS`` the DataLoader reports what a too small ``/dev/shm`` gave with torch
     releases that only sized shared-memory files (the worker got SIGBUS writing into the full file);
     since pytorch PR #161910 (``posix_fallocate``) the worker raises "unable to allocate shared
-    memory(shm) ... No space left on device" instead (torch 2.13, measured in notebook 08 section 4).
+    memory(shm) ... No space left on device" instead (torch 2.13 to 2.15, measured in notebook 08 section 4).
     Only in a worker: in the main process it refuses.
 
     >>> SignalsInWorker(15)[0]

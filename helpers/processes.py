@@ -346,14 +346,16 @@ def run_python_script(
     must never initialise CUDA itself, ``helpers.cuda``). ``env`` changes the child's environment:
     a ``None`` value removes that variable. The script runs in a process group of its own, and
     whatever of that group is left when it ends (a child it started) is killed with it. Raises
-    ``subprocess.TimeoutExpired`` past ``timeout`` (the group is killed first).
+    ``subprocess.TimeoutExpired`` past ``timeout`` (the group is killed first). Tracebacks come
+    uncoloured (``PYTHON_COLORS=0``): in a Jupyter kernel, ipykernel sets ``FORCE_COLOR=1``, which
+    Python 3.13+ obeys, and "RuntimeError:" would be split by colour codes.
 
     >>> run_python_script("print(6 * 7)").stdout
     '42\\n'
     >>> run_python_script("import os; print(os.environ.get('X'))", env={"X": "set"}).stdout
     'set\\n'
     """
-    environ = dict(os.environ)
+    environ = {**os.environ, "PYTHON_COLORS": "0"}
     for key, value in (env or {}).items():
         if value is None:
             environ.pop(key, None)

@@ -110,7 +110,7 @@ _ABOUT = {
     "shared memory": (
         "Tensors passed between processes (DataLoader batches, queues) live in /dev/shm; when it "
         "is full the DataLoader raises 'unable to allocate shared memory(shm) ... No space left on "
-        "device (28)' (torch 2.13; older releases: the worker died with 'Bus error').",
+        "device (28)' (torch 2.13 to 2.15; older releases: the worker died with 'Bus error').",
         "docker run --shm-size=2g (or --ipc=host); Kubernetes: an emptyDir with medium: Memory "
         "on /dev/shm; or fewer workers / smaller prefetch.",
         "02 §1 share_memory_() moves the storage; 08 §4 A full /dev/shm",
