@@ -5,7 +5,6 @@ a run left in its temporary directory."""
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import sys
