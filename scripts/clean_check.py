@@ -4,6 +4,7 @@ as they were.
     python scripts/clean_check.py save DIR      # before the run: also empties DIR/tmp
     TMPDIR=DIR/tmp pytest ...                   # the run, with a temporary directory of its own
     python scripts/clean_check.py compare DIR   # after it; exit 1 with the difference
+    python scripts/clean_check.py compare DIR --tmp-report-only   # what is left in DIR/tmp is listed only
 
 Run around pytest, not inside it: a spawn or forkserver child killed at a deadline leaves its named
 semaphores in /dev/shm until multiprocessing's resource tracker unlinks them, which it does when the
@@ -39,6 +40,8 @@ def _left_in(tmp: Path) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
+    report_only = "--tmp-report-only" in argv
+    argv = [a for a in argv if a != "--tmp-report-only"]
     if len(argv) != 2 or argv[0] not in ("save", "compare"):
         print(__doc__)
         return 2
@@ -60,7 +63,11 @@ def main(argv: list[str]) -> int:
     if new:
         problems.append(f"new /dev/shm entries after the run: {sorted(new)}")
     if left := _left_in(folder / "tmp"):
-        problems.append(f"left in the run's temporary directory {folder / 'tmp'}: {left}")
+        said = f"left in the run's temporary directory {folder / 'tmp'}: {left}"
+        if report_only:
+            print(f"NOT YET CLEAN (reported, not failed): {len(left)} entries {said}")
+        else:
+            problems.append(said)
     for problem in problems:
         print(problem)
     return 1 if problems else 0
