@@ -233,12 +233,17 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.output).write_text(buffer.getvalue())
         print(buffer.getvalue(), end="")
         print(f"transcript written to {args.output}", file=sys.stderr)
-    if args.check and results is not None:
-        try:
-            check_gpu_results(results)
-        except AssertionError as error:
-            print(f"CHECK FAILED: {error}", file=sys.stderr)
-            return 1
+    return _check_exit_code(results) if args.check and results is not None else 0
+
+
+def _check_exit_code(results: dict) -> int:
+    """``--check`` of both GPU command lines: 0 when :func:`check_gpu_results` holds, else 1 with
+    the evidence on stderr."""
+    try:
+        check_gpu_results(results)
+    except AssertionError as error:
+        print(f"CHECK FAILED: {error}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -7,8 +7,8 @@ import sys
 
 import torch
 
-from helpers.cuda.demos import GPU_DEMOS, check_gpu_results, cuda_present, gpu_info, run_gpu_demos
-from helpers.cuda_transcript import format_transcript
+from helpers.cuda.demos import GPU_DEMOS, cuda_present, gpu_info, run_gpu_demos
+from helpers.cuda_transcript import _check_exit_code, format_transcript
 
 __all__ = ["main"]
 
@@ -42,10 +42,4 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     results = run_gpu_demos(timeout=args.timeout, progress=sys.stderr, names=tuple(args.demos))
     print(format_transcript(gpu_info(), results), end="")
-    if args.check:
-        try:
-            check_gpu_results(results)
-        except AssertionError as error:
-            print(f"CHECK FAILED: {error}", file=sys.stderr)
-            return 1
-    return 0
+    return _check_exit_code(results) if args.check else 0
