@@ -12,12 +12,8 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import psutil
-
-if TYPE_CHECKING:
-    pass
 
 __all__: list[str] = []  # the public names are imported from helpers.multinode, which re-exports them
 
@@ -47,8 +43,16 @@ def _report(report_dir: str) -> Callable[[], None]:
     report = {name: os.environ.get(name) for name in _WORKER_ENV}
     report.update(pid=os.getpid(), agent_pid=os.getppid(), started=psutil.Process().create_time())
     path = Path(report_dir) / f"rank{os.environ['RANK']}-pid{os.getpid()}.json"
-    path.write_text(json.dumps(report))
-    return lambda: path.write_text(json.dumps({**report, "finished": time.time()}))
+    _write_whole(path, report)
+    return lambda: _write_whole(path, {**report, "finished": time.time()})
+
+
+def _write_whole(path: Path, report: dict) -> None:
+    """Write ``report`` to ``path`` so a reader polling the folder never sees half a file: write a
+    name the reader's ``rank*-pid*.json`` glob skips, then rename it (atomic on one file system)."""
+    partial = path.with_suffix(".partial")
+    partial.write_text(json.dumps(report))
+    os.replace(partial, path)
 
 
 class InjectedFault(RuntimeError):
