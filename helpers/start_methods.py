@@ -1,8 +1,9 @@
-"""Workers and measurements for notebook 01 (start methods).
+"""Workers and scripts for notebook 01 (start methods).
 
 Everything here runs in child processes, so it lives in an importable module: a spawn or
-forkserver child re-imports each function by module and name. The module imports torch at the
-top on purpose, as a real worker module does, so that start-up times include that import.
+forkserver child re-imports each function by module and name. None of them needs torch, so the
+module does not import it: a spawn child of this module starts in about a tenth of a second.
+The torch worker and the start-up measurements are in :mod:`helpers.torch_worker`.
 
 Example::
 
@@ -18,28 +19,17 @@ Example::
 
 from __future__ import annotations
 
-import json
 import multiprocessing as mp
 import os
-import subprocess
-import sys
 import time
-
-import torch  # noqa: F401  (on purpose: start-up times include it, as a real worker module's do)
-
-from helpers.processes import reap
 
 __all__ = [
     "STATE",
-    "work",
     "square",
     "whoami",
     "what_i_inherit",
     "report_rank",
     "fail_on_rank",
-    "METHOD_VARIANTS",
-    "startup_latencies",
-    "plot_startup",
     "guard_script",
     "SET_START_METHOD_TWICE",
 ]
@@ -47,21 +37,6 @@ __all__ = [
 # Module state that notebook 01 changes after import: a fork child sees the change (it is a copy
 # of the parent's memory); a spawn child re-imports this module and sees the original.
 STATE = {"value": "set at import"}
-
-PRELOAD = ["torch", "helpers.start_methods"]
-
-
-def work(rank: int, size: int = 200) -> None:
-    """A worker: one thread of torch work, then one line on stdout (notebook 01 section 1).
-
-    Its result for the parent is its exit code: 0 when it returns.
-
-    >>> work(0, size=2)  # doctest: +ELLIPSIS
-    rank 0 (pid ...): ...
-    """
-    torch.set_num_threads(1)  # one thread per process: no oversubscription, no OpenMP pool to fork
-    x = torch.randn(size, size)
-    print(f"rank {rank} (pid {os.getpid()}): trace of x @ x = {float((x @ x).trace()):.1f}", flush=True)
 
 
 def square(x: int) -> int:
@@ -145,78 +120,6 @@ def fail_on_rank(rank: int, bad_rank: int, others_sleep: float = 30.0) -> None:
     if rank == bad_rank:
         raise ValueError(f"rank {rank} failed on purpose")
     time.sleep(others_sleep)
-
-
-METHOD_VARIANTS = ("fork", "spawn", "forkserver", "forkserver+preload")
-
-
-def _note_start(index: int, sent_at: float, results) -> None:
-    """Child side of :func:`startup_latencies`: the first line the child runs."""
-    results.put((index, time.time() - sent_at))
-
-
-def _latencies_here(method: str, nprocs: int, preload: bool, timeout: float) -> list[float]:
-    ctx = mp.get_context(method)
-    if preload:
-        ctx.set_forkserver_preload(PRELOAD)
-    results = ctx.Queue()
-    procs = []
-    try:
-        for index in range(nprocs):
-            # time.time(), not perf_counter: it is comparable across processes.
-            proc = ctx.Process(target=_note_start, args=(index, time.time(), results))
-            proc.start()
-            procs.append(proc)
-        latencies = dict(results.get(timeout=timeout) for _ in procs)
-        return [latencies[index] for index in range(nprocs)]
-    finally:
-        reap(procs, timeout=timeout)
-
-
-def startup_latencies(method: str, nprocs: int = 2, timeout: float = 120.0) -> list[float]:
-    """Seconds from ``Process.start()`` to each child's first line, children started back to back.
-
-    ``method`` is one of :data:`METHOD_VARIANTS`. Measured in this process, except
-    ``"forkserver+preload"``: a process has a single forkserver, started on first use, and the
-    preload list only counts when it starts; so that variant runs in a fresh interpreter that has
-    imported torch, as a notebook kernel has.
-
-    >>> len(startup_latencies("fork", nprocs=2)) if "fork" in mp.get_all_start_methods() else 2
-    2
-    """
-    if method not in METHOD_VARIANTS:
-        raise ValueError(f"method must be one of {METHOD_VARIANTS}, got {method!r}")
-    if method != "forkserver+preload":
-        return _latencies_here(method, nprocs, preload=False, timeout=timeout)
-    code = (
-        "import json, torch\n"
-        "from helpers.start_methods import _latencies_here\n"
-        f"print(json.dumps(_latencies_here('forkserver', {int(nprocs)}, True, {float(timeout)})))\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, check=False
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"the preload measurement failed:\n{done.stderr[-2000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
-def plot_startup(method: str = "fork", nprocs: int = 2) -> list[float]:
-    """Widget callback (notebook 01, appendix on start-up time): measure, draw a bar per child; seconds.
-
-    >>> len(plot_startup("spawn", nprocs=1))
-    1
-    """
-    import matplotlib.pyplot as plt
-
-    from helpers.plotting import METHOD_COLORS, bar_chart, new_figure
-
-    latencies = startup_latencies(method, nprocs)
-    fig, ax = new_figure(f"{method}: {nprocs} children started back to back", "child", "ms to first line")
-    labels = [f"child {i}" for i in range(nprocs)]
-    bar_chart(ax, labels, [s * 1e3 for s in latencies], fmt="{:.0f}", colors=[METHOD_COLORS[method]] * nprocs)
-    plt.show()
-    return latencies
 
 
 # Scripts for the lessons that need a real __main__ or a pristine interpreter.

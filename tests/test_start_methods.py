@@ -1,4 +1,4 @@
-"""helpers.start_methods: the workers and measurements behind notebook 01."""
+"""helpers.start_methods and helpers.torch_worker: the workers and measurements behind notebook 01."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import pytest
 import torch.multiprocessing as tmp
 
 import helpers.start_methods as sm
+import helpers.torch_worker as tw
 from helpers.launch import spawn_with_deadline
 from helpers.processes import reap, run_python_script
 from tests.workers import METHODS
@@ -73,21 +74,21 @@ def test_report_rank_puts_rank_and_pid():
 def test_startup_latencies_one_per_child(method):
     if method.split("+")[0] not in METHODS:
         pytest.skip(f"{method} is not available here")
-    latencies = sm.startup_latencies(method, nprocs=2)
+    latencies = tw.startup_latencies(method, nprocs=2)
     assert len(latencies) == 2 and all(0 < s < 60 for s in latencies)
 
 
 @pytest.mark.skipif("fork" not in METHODS, reason="needs fork")
 def test_fork_starts_at_least_3x_faster_than_spawn():
     # A robust, large effect: fork copies a running process, spawn starts Python and imports torch.
-    fork = max(sm.startup_latencies("fork", nprocs=1))
-    spawn = min(sm.startup_latencies("spawn", nprocs=1))
+    fork = max(tw.startup_latencies("fork", nprocs=1))
+    spawn = min(tw.startup_latencies("spawn", nprocs=1))
     assert spawn > 3 * fork
 
 
 def test_startup_latencies_rejects_unknown_methods():
     with pytest.raises(ValueError, match="must be one of"):
-        sm.startup_latencies("threads")
+        tw.startup_latencies("threads")
 
 
 @pytest.mark.parametrize("method", [m for m in METHODS if m != "fork"])
@@ -115,7 +116,7 @@ def test_set_start_method_twice_raises_and_get_context_does_not():
 @pytest.mark.parametrize("method", METHODS)
 def test_work_exits_0_and_fail_on_rank_exits_1_under_the_plain_pattern(method):
     ctx = tmp.get_context(method)
-    procs = [ctx.Process(target=sm.work, args=(0,)), ctx.Process(target=sm.fail_on_rank, args=(1, 1))]
+    procs = [ctx.Process(target=tw.work, args=(0,)), ctx.Process(target=sm.fail_on_rank, args=(1, 1))]
     for p in procs:
         p.start()
     reap(procs, timeout=60)
