@@ -208,3 +208,17 @@ def _in_child(
     if status == "died":
         return _Outcome("died", error=f"the child died with exit code {proc.exitcode}", seconds=seconds)
     return _Outcome(status, error=payload, seconds=seconds)
+
+
+def _returned(outcome: _Outcome, report: _Report, call: str, on_timeout: str) -> bool:
+    """Whether ``call`` returned in its child; if not, say why in ``report``: ``on_timeout`` when it
+    ran out of time (the likely cause, in the exercise's words), else its error line. A stub still
+    raising ``NotImplementedError`` ends the check as "not attempted yet"."""
+    if outcome.status == "ok":
+        return True
+    if outcome.status == "timeout":
+        report.fail(on_timeout)
+    else:
+        _raise_if_stub_error(outcome.error)
+        report.fail(f"{call} failed: {_error_line(outcome.error) or outcome.status}")
+    return False

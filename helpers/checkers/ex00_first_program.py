@@ -15,6 +15,7 @@ from helpers.checkers.core import (
     _raise_if_stub_error,
     _Report,
     _resolve,
+    _returned,
 )
 
 __all__ = ["check_ex00"]
@@ -85,15 +86,9 @@ def check_ex00(
 def _check_table(module: str, method: str, report: _Report, timeout: float, nprocs: int = 3) -> bool:
     """Run ``fill_table(nprocs, method)`` in a child; report what its table shows; True when right."""
     outcome = _in_child(__name__, "_fill_in_child", (module, nprocs, method), timeout=timeout)
-    if outcome.status == "timeout":
-        report.fail(
-            f"fill_table(.., {method!r}) did not return within {timeout:.0f} s: did you join without a "
-            "timeout?"
-        )
-        return False
-    if outcome.status != "ok":
-        _raise_if_stub_error(outcome.error)
-        report.fail(f"fill_table(.., {method!r}) failed: {_error_line(outcome.error) or outcome.status}")
+    call = f"fill_table(.., {method!r})"
+    hint = f"{call} did not return within {timeout:.0f} s: did you join without a timeout?"
+    if not _returned(outcome, report, call, hint):
         return False
     got = outcome.value
     if "rows" not in got or got["shape"] != [nprocs, 2]:

@@ -14,11 +14,10 @@ from types import ModuleType
 from helpers.checkers.core import (
     CheckResult,
     _checked,
-    _error_line,
     _in_child,
-    _raise_if_stub_error,
     _Report,
     _resolve,
+    _returned,
 )
 
 __all__ = ["check_ex01"]
@@ -109,16 +108,12 @@ def check_ex01(
     def run(case: str) -> dict | None:
         deadline = timeout
         outcome = _in_child(__name__, "_run_case", (module, case, method, timeout, wait), timeout=deadline)
-        if outcome.status == "timeout":
-            report.fail(
-                f"run_workers did not return within {deadline:.0f} s: did you join without a timeout? "
-                "A process that never ends makes join() wait for ever; use join(timeout=timeout), then "
-                "terminate() what is still running"
-            )
-            return None
-        if outcome.status != "ok":
-            _raise_if_stub_error(outcome.error)
-            report.fail(f"run_workers failed: {_error_line(outcome.error) or outcome.status}")
+        hint = (
+            f"run_workers did not return within {deadline:.0f} s: did you join without a timeout? "
+            "A process that never ends makes join() wait for ever; use join(timeout=timeout), then "
+            "terminate() what is still running"
+        )
+        if not _returned(outcome, report, "run_workers", hint):
             return None
         if "ran_in_parent" in outcome.value:
             report.fail(

@@ -9,10 +9,9 @@ from types import ModuleType
 from helpers.checkers.core import (
     CheckResult,
     _checked,
-    _error_line,
     _in_child,
-    _raise_if_stub_error,
     _Report,
+    _returned,
 )
 from helpers.launch import FAST_METHOD
 
@@ -58,15 +57,11 @@ def check_ex02(
             outcome = _in_child(
                 mod.__name__, "safe_count", (nprocs, n, method), method=FAST_METHOD, timeout=timeout
             )
-            if outcome.status == "timeout":
-                report.fail(
-                    f"{method}: safe_count did not return within {timeout:.0f} s: does a worker wait for a "
-                    "lock that is never released, or a join have no timeout?"
-                )
-                continue
-            if outcome.status != "ok":
-                _raise_if_stub_error(outcome.error)
-                report.fail(f"{method}: safe_count failed: {_error_line(outcome.error)}")
+            hint = (
+                f"{method}: safe_count did not return within {timeout:.0f} s: does a worker wait for a "
+                "lock that is never released, or a join have no timeout?"
+            )
+            if not _returned(outcome, report, f"{method}: safe_count", hint):
                 continue
             try:
                 total = int(outcome.value)

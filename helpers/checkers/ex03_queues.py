@@ -15,6 +15,7 @@ from helpers.checkers.core import (
     _raise_if_stub_error,
     _Report,
     _resolve,
+    _returned,
 )
 from helpers.launch import FAST_METHOD
 
@@ -124,17 +125,15 @@ def check_ex03(
 
         expected = 100.0 * 4 * (1 + 2 + 3)
         outcome = _in_child(module, "consume", (3, 4, method), timeout=timeout)
-        if outcome.status == "timeout":
-            report.fail(
-                f"consume(3, 4) did not return within {timeout:.0f} s: did you join the producers before "
-                "reading all their items? They wait for done, and a process that put items on a Queue "
-                "cannot exit before they are read, so join() waits for ever. Read until you have one "
-                "sentinel per producer, set done, then join (every get and join with a timeout)"
-            )
-        elif outcome.status != "ok":
-            _raise_if_stub_error(outcome.error)
-            report.fail(f"consume(3, 4) failed: {_error_line(outcome.error)}")
-        elif outcome.value != expected:
+        hint = (
+            f"consume(3, 4) did not return within {timeout:.0f} s: did you join the producers before "
+            "reading all their items? They wait for done, and a process that put items on a Queue "
+            "cannot exit before they are read, so join() waits for ever. Read until you have one "
+            "sentinel per producer, set done, then join (every get and join with a timeout)"
+        )
+        if not _returned(outcome, report, "consume(3, 4)", hint):
+            return
+        if outcome.value != expected:
             hint = (
                 "did you stop at the first sentinel? Each producer sends its own: count the sentinels and "
                 "stop when you have seen n_producers of them"

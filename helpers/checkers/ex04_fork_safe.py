@@ -11,12 +11,11 @@ from types import ModuleType
 from helpers.checkers.core import (
     CheckResult,
     _checked,
-    _error_line,
     _in_child,
     _is_stub,
-    _raise_if_stub_error,
     _Report,
     _resolve,
+    _returned,
 )
 
 __all__ = ["check_ex04"]
@@ -71,15 +70,11 @@ def _run_recorded(module_name: str, n_workers: int) -> dict:
 def _check_parent(module: str, report: _Report, timeout: float, n_workers: int = 2) -> None:
     """Part 2: run ``run_workers`` under the spies; judge the order of calls and the results."""
     outcome = _in_child(__name__, "_run_recorded", (module, n_workers), timeout=timeout)
-    if outcome.status == "timeout":
-        report.fail(
-            f"run_workers({n_workers}) did not return within {timeout:.0f} s: read the results (get with a "
-            "timeout) before you join the workers, and join with a timeout"
-        )
-        return
-    if outcome.status != "ok":
-        _raise_if_stub_error(outcome.error)
-        report.fail(f"run_workers({n_workers}) failed: {_error_line(outcome.error) or outcome.status}")
+    hint = (
+        f"run_workers({n_workers}) did not return within {timeout:.0f} s: read the results (get with a "
+        "timeout) before you join the workers, and join with a timeout"
+    )
+    if not _returned(outcome, report, f"run_workers({n_workers})", hint):
         return
     events, results = outcome.value["events"], outcome.value["results"]
     starts = [i for i, e in enumerate(events) if e.startswith("start:")]
@@ -143,16 +138,12 @@ def _check_fork_safe(module: str, report: _Report, timeout: float, size: int) ->
         )
     finally:
         torch.set_num_threads(threads)
-    if outcome.status == "timeout":
-        report.fail(
-            f"your worker hung in the fork child (killed after {timeout:.0f} s): the parent had already "
-            "run a multi-threaded op, and GNU OpenMP's thread pool does not survive fork. Call "
-            "torch.set_num_threads(1) at the start of the worker, before its first torch op."
-        )
-        return False
-    if outcome.status != "ok":
-        _raise_if_stub_error(outcome.error)
-        report.fail(f"the worker failed: {_error_line(outcome.error)}")
+    hint = (
+        f"your worker hung in the fork child (killed after {timeout:.0f} s): the parent had already "
+        "run a multi-threaded op, and GNU OpenMP's thread pool does not survive fork. Call "
+        "torch.set_num_threads(1) at the start of the worker, before its first torch op."
+    )
+    if not _returned(outcome, report, "the worker", hint):
         return False
     value, child_threads = outcome.value
     if not isinstance(value, float) or not math.isfinite(value):
