@@ -59,7 +59,7 @@ __all__ = [
     "minimal_train",
     "train",
     "train_single",
-    "fail_on_rank",
+    "fail_before_rendezvous",
     "join_group",
     "max_param_difference",
     "explore_world_size",
@@ -241,13 +241,13 @@ def train_single(batch_size: int, epochs: int = EPOCHS) -> dict[str, torch.Tenso
     return model.state_dict()
 
 
-def fail_on_rank(rank: int, world_size: int, port: int, failing_rank: int) -> None:
+def fail_before_rendezvous(rank: int, world_size: int, port: int, failing_rank: int) -> None:
     """``failing_rank`` raises before it joins the group; the others wait for it at the rendezvous.
 
     They would wait until the group's timeout (60 s here); ``mp.spawn`` sees the exception first,
     terminates them and re-raises it in the parent (notebook 06 §4).
 
-    >>> fail_on_rank(0, 1, free_port(), failing_rank=0)
+    >>> fail_before_rendezvous(0, 1, free_port(), failing_rank=0)
     Traceback (most recent call last):
     ...
     RuntimeError: rank 0 failed on purpose (say, a bad configuration)

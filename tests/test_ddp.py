@@ -220,7 +220,7 @@ def test_minimal_train_saves_what_train_ends_with(notebook_run, tmp_path):
 def test_a_failing_rank_raises_in_the_parent_and_the_others_are_cleaned_up():
     port = ddp.free_port()
     with pytest.raises(mp.ProcessRaisedException, match="rank 1 failed on purpose"):
-        _launch(ddp.fail_on_rank, (2, port, 1), nprocs=2)
+        _launch(ddp.fail_before_rendezvous, (2, port, 1), nprocs=2)
     assert live_children() == []
     assert not ddp.port_in_use(port)
 
