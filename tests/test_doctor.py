@@ -649,7 +649,10 @@ def start_hung(register: bool) -> subprocess.Popen:
     source = _HUNG.format(register=register_line if register else "")
     child = subprocess.Popen([sys.executable, "-c", source], stdout=subprocess.PIPE, text=True)
     assert child.stdout.readline().strip() == "ready"
-    time.sleep(0.2)
+    wchan, deadline = Path(f"/proc/{child.pid}/wchan"), time.monotonic() + 30
+    while "futex" not in wchan.read_text():  # blocked in the second acquire, not on its way there
+        assert time.monotonic() < deadline, f"the child never blocked: {wchan.read_text()!r}"
+        time.sleep(0.01)
     return child
 
 
@@ -896,7 +899,6 @@ sys.path.insert(0, {root!r})
 from helpers.doctor import check
 if __name__ == "__main__":
     child = mp.get_context("spawn").Process(target=time.sleep, args=(60,)); child.start()
-    time.sleep(3)
     (finding,) = check(only=["orphaned workers"])
     print("PID", os.getpid(), "STATUS", finding.status, finding.measured, flush=True)
     child.kill()
