@@ -65,9 +65,10 @@ SUITE := tests/e2e $(NOTEBOOKS_LAST_FIRST) tests helpers --doctest-modules $(NBM
 TIMES := $(VENV)/stage-times
 TIMED := $(PYTHON) scripts/stage_time.py $(TIMES)
 # The pytest stages run with a temporary directory of their own, which should be empty afterwards
-# (caches aside: scripts/clean_check.py). A whole run still leaves forkserver/spawn `pymp-*` folders
-# and torch's `pytorch-errorfile-*` there (27 and 6 in a fresh clone, 2026-11-25): listed, not yet
-# failed (--tmp-report-only), until the tests that leave them are found (issue 30).
+# (caches aside: scripts/clean_check.py). A whole run still leaves `pymp-*` folders and torch's
+# `pytorch-errorfile-*` there (27 and 6 in a fresh clone, 2026-11-25): listed, not yet failed
+# (--tmp-report-only). The `pymp-*` come from kernels: jupyter_client sends SIGTERM to a kernel still
+# running 2.5 s into its shutdown, and a kernel killed so leaves the folder multiprocessing made for it.
 CLEAN := $(VENV)/clean-check
 RUN_TMP := TMPDIR=$(CURDIR)/$(CLEAN)/tmp
 
