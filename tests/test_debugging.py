@@ -72,7 +72,8 @@ def test_the_stack_dump_is_whole_and_taken_in_the_deadlock_even_on_busy_cores(tm
                 reap([child], timeout=0)
             assert f"line {blocking} in take_lock_twice" in text, text
             frames = [line for line in text.splitlines() if line.strip()]
-            assert all(line.startswith(("  File ", "Current thread", "Thread")) for line in frames), text
+            # Frame lines are indented: "  File ...", and on Python 3.14 also "  <invalid frame>".
+            assert all(line.startswith(("  ", "Current thread", "Thread")) for line in frames), text
             assert text.endswith("\n")  # the last frame line is whole
     finally:
         for burner in burners:

@@ -598,7 +598,10 @@ def test_on_a_kernel_subshell_the_kernel_check_warns_and_widgets_say_so_once():
             "    print(f.status, '|', f.measured, '|', kernel_subshells(), '|', warn_if_off_main_thread())\n"
         )
         on_main = _execute_on(client, setup + "report()")
-        assert on_main.startswith("ok | a Jupyter kernel"), on_main
+        # A kernel whose default start method is not fork (Python 3.14 on Linux, macOS) warns anyway:
+        # a worker defined in a cell fails in the child.
+        status = "ok" if mp.get_all_start_methods()[0] == "fork" else "warn"
+        assert on_main.startswith(f"{status} | a Jupyter kernel"), on_main
         assert on_main.rstrip().endswith("| [] | False"), on_main
         request = client.session.msg("create_subshell_request", {})
         client.control_channel.send(request)
