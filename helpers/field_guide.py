@@ -73,11 +73,12 @@ class IndexEntry:
 
 ERROR_INDEX: tuple[IndexEntry, ...] = (
     IndexEntry(
-        "AttributeError: Can't get attribute 'worker' on <module '__main__' (built-in)>",
+        "AttributeError: Can't get attribute 'worker' on <module '__main__'",
         "unpicklable_worker",
         "01_start_methods.ipynb",
-        "Appendix: `mp.spawn` with a deadline",
-        "a spawn/forkserver child cannot import a function defined in a notebook (Python 3.11-3.13 wording)",
+        "Appendix: the error message across Python versions",
+        "a spawn/forkserver child cannot import a function defined in a notebook (Python 3.10-3.13; the "
+        "module's description after it differs by version; 3.14: `module '__main__' has no attribute`)",
     ),
     IndexEntry(
         "An attempt has been made to start a new process before the current process has finished "
