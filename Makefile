@@ -53,7 +53,7 @@ lint: $(STAMP)
 # module, notebook and helpers module goes to one worker as a whole (--dist loadscope), in the order
 # of the command line (--no-loadscope-reorder), the longest first: the browser test's two halves
 # (two modules, one JupyterLab each), the notebooks from the last (09, 08 and 06 run longest), then
-# the rest. Then the tests marked `serial` (they assert a bound on measured time) on their own.
+# the rest. No test asserts a bound on a measured time that a neighbour could decide.
 # Each session checks for leftover child processes and /dev/shm entries (conftest.py); the
 # repository and /dev/shm must be as clean afterwards as before, and the run's own temporary
 # directory empty. The time of each stage is printed at the end (scripts/stage_time.py).
@@ -77,8 +77,7 @@ test:
 	@$(TIMED) install $(MAKE) --no-print-directory setup
 	@$(TIMED) lint $(MAKE) --no-print-directory lint
 	@$(PY) scripts/clean_check.py save $(CLEAN)
-	@$(RUN_TMP) $(TIMED) "pytest, $(WORKERS) workers" $(PY) -m pytest $(SUITE) $(XDIST) -m "not serial" --durations=25
-	@$(RUN_TMP) $(TIMED) "pytest, serial" $(PY) -m pytest tests -m serial --durations=10
+	@$(RUN_TMP) $(TIMED) "pytest, $(WORKERS) workers" $(PY) -m pytest $(SUITE) $(XDIST) --durations=25
 	@$(TIMED) "clean check" $(PY) scripts/clean_check.py compare $(CLEAN) --tmp-report-only
 	@$(TIMED) --report
 

@@ -147,7 +147,7 @@ def _wait_for_the_other_workers(barrier: Path, timeout: float = 3600.0) -> None:
 def pytest_sessionfinish(session, exitstatus):
     config = session.config
     if session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and config.option.markexpr:
-        session.exitstatus = pytest.ExitCode.OK  # `-m serial` and the forced runs select by marker
+        session.exitstatus = pytest.ExitCode.OK  # the forced runs select by marker
     if hasattr(config, "workerinput"):
         _wait_for_the_other_workers(Path(config.workerinput[_KEY]["barrier"]))
     problems = set()

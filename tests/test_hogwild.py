@@ -141,10 +141,13 @@ def test_own_models_trains_a_model_per_worker_and_leaves_the_shared_one_alone():
     assert run["label"].endswith(", own models") and run["accuracy"] is None and run["steady"] > 0
 
 
-@pytest.mark.serial  # compares two measured durations
 def test_run_single_stops_after_its_budget():
-    run = hogwild._run_single(epochs=50, budget=0.0)  # one tenth of the run, then it stops
-    assert run["wall"] < hogwild._run_single(epochs=50)["wall"]
+    def samples(run):
+        return round(run["steady"] * run["wall"] / hogwild.BATCH_SIZE)
+
+    steps = hogwild._steps(50, 1)
+    assert samples(hogwild._run_single(epochs=50, budget=0.0)) == steps // 10  # one tenth, then it stops
+    assert samples(hogwild._run_single(epochs=50)) == steps
 
 
 def test_explore_is_the_widget_callback():

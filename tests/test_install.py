@@ -118,7 +118,7 @@ def test_an_index_that_never_answers_is_given_up_within_the_probe_time():
         port = server.getsockname()[1]
         started = time.monotonic()
         assert not it.reachable(f"http://127.0.0.1:{port}/whl/cpu/torch/", seconds=1.0)
-        assert time.monotonic() - started < 5.0
+        assert time.monotonic() - started < 10.0  # gave up: not a hang
     with socket.create_server(("127.0.0.1", 0)) as closed:
         port = closed.getsockname()[1]
     assert not it.reachable(f"http://127.0.0.1:{port}/", seconds=1.0)  # refused

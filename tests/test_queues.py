@@ -203,7 +203,7 @@ def test_handoff_times_small_sizes(method):
         (m, s) for m in qu._HANDOFF_METHODS for s in (0.25, 1)
     ]
     assert all(1 <= len(r["times"]) <= 2 for r in rows)
-    assert all(r["seconds"] > 0 for r in rows)  # a figure, no bound on it: not a `serial` test
+    assert all(r["seconds"] > 0 for r in rows)  # a figure, no bound on it
 
 
 def test_handoff_times_rejects_unknown_methods():

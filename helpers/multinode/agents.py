@@ -231,8 +231,10 @@ def wait_for(
     ``agents``: keep noting their workers while waiting (so :func:`torchrun_agents` can kill
     them even after their agent died). Notebook 09, appendix "A node lost".
 
-    >>> wait_for(lambda: True, timeout=1) < 1
-    True
+    >>> wait_for(lambda: False, timeout=0.05)
+    Traceback (most recent call last):
+    ...
+    TimeoutError: not true after 0.05 s: <lambda>
     """
     start = time.monotonic()
     while not condition():
