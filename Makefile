@@ -67,8 +67,9 @@ TIMED := $(PYTHON) scripts/stage_time.py $(TIMES)
 # The pytest stages run with a temporary directory of their own, which should be empty afterwards
 # (caches aside: scripts/clean_check.py). A whole run still leaves `pymp-*` folders and torch's
 # `pytorch-errorfile-*` there (27 and 6 in a fresh clone, 2026-11-25): listed, not yet failed
-# (--tmp-report-only). The `pymp-*` come from kernels: jupyter_client sends SIGTERM to a kernel still
-# running 2.5 s into its shutdown, and a kernel killed so leaves the folder multiprocessing made for it.
+# (--tmp-report-only). The `pymp-*` come from kernels that started a spawn or forkserver child: ipykernel
+# waits at shutdown for its children to go, the resource tracker ignores SIGTERM, so jupyter_client
+# SIGTERMs the kernel before its exit handlers run (README, "make test").
 CLEAN := $(VENV)/clean-check
 RUN_TMP := TMPDIR=$(CURDIR)/$(CLEAN)/tmp
 
