@@ -108,7 +108,8 @@ ERROR_INDEX: tuple[IndexEntry, ...] = (
         "shm_full",
         "08_debugging_and_pitfalls.ipynb",
         "4.",
-        "`/dev/shm` is full (torch 2.13 ends it with `No space left on device (28)`): `--shm-size`",
+        "`/dev/shm` is full (from torch 2.13 it ends `No space left on device (28)`; 2.11 named a stale"
+        " errno there): `--shm-size`",
     ),
     IndexEntry(
         "RuntimeError: DataLoader worker (pid 4242) is killed by signal: Bus error.",
@@ -162,11 +163,12 @@ ERROR_INDEX: tuple[IndexEntry, ...] = (
         "a gloo collective waited past the group's timeout: a rank is elsewhere (uneven inputs?)",
     ),
     IndexEntry(
-        "Connection closed by peer [127.0.0.1]:9141. This is typically caused by a remote worker crashing.",
+        "Connection closed by peer [127.0.0.1]:9141",
         "uneven_inputs",
         "10_field_guide.ipynb",
         "2.",
-        "the other rank left (finished or crashed) while this one still communicates",
+        "the other rank left (finished or crashed) while this one still communicates"
+        ' (torch 2.15 goes on "This is typically caused by a remote worker crashing."; 2.11 does not)',
     ),
     IndexEntry(
         "RuntimeError: [Rank 0]: Ranks 1 failed to pass monitoredBarrier in 4000 ms",

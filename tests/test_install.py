@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import doctest
 import importlib.util
+import os
 import re
 import socket
 import subprocess
@@ -165,10 +166,15 @@ def test_markers_are_read_for_this_python():
 
 
 def test_the_makefile_takes_torch_from_the_lock_unless_told():
+    # A `make test TORCH_VERSION=...` around this test passes its variables down in MAKEFLAGS
+    outer = {"MAKEFLAGS", "MFLAGS", "MAKELEVEL", "TORCH_VERSION", "TORCH_BUILD"}
+    env = {name: value for name, value in os.environ.items() if name not in outer}
+
     def setup_line(*assignments: str) -> str:
         done = subprocess.run(
             ["make", "-n", "--always-make", "setup", *assignments],
             cwd=ROOT,
+            env=env,
             capture_output=True,
             text=True,
             timeout=60,
