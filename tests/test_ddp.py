@@ -20,6 +20,7 @@ import torch.multiprocessing as mp
 
 from helpers import ddp
 from helpers.digits import load_digits_split, make_model
+from helpers.launch import spawn_with_deadline
 from helpers.processes import live_children
 from helpers.torchrun import run_torchrun, torchrun_command
 
@@ -34,15 +35,9 @@ START_METHOD = "forkserver" if "forkserver" in mp.get_all_start_methods() else "
 
 
 def _launch(fn, args: tuple, nprocs: int) -> None:
-    """``mp.spawn(fn, args, nprocs)``, with ranks started by :data:`START_METHOD`; a failed rank's
-    traceback file, which torch leaves in the temporary directory, removed."""
-    context = mp.start_processes(fn, args=args, nprocs=nprocs, join=False, start_method=START_METHOD)
-    try:
-        while not context.join():
-            pass
-    finally:
-        for name in context.error_files:
-            Path(name).unlink(missing_ok=True)
+    """``mp.spawn(fn, args, nprocs)``, with ranks started by :data:`START_METHOD`, bounded; a failed
+    rank's traceback file, which torch leaves in the temporary directory, removed."""
+    spawn_with_deadline(fn, args=args, nprocs=nprocs, method=START_METHOD, timeout=300)
 
 
 def _train(snapshot: Path, epochs: int = ddp.EPOCHS, world_size: int = 2) -> dict:

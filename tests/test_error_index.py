@@ -33,6 +33,7 @@ import torch.multiprocessing as mp
 
 from helpers.ddp import free_port
 from helpers.field_guide import ERROR_INDEX, error_index_markdown, reduce_metric
+from helpers.launch import spawn_with_deadline
 from helpers.processes import run_python_script
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -85,7 +86,7 @@ def test_the_readme_and_notebook_10_show_the_index():
 def _raised(fn, args=(), nprocs=1) -> str:
     """``fn`` in ``nprocs`` forked ranks; what the parent gets, as the traceback's last line prints it."""
     try:
-        mp.start_processes(fn, args=args, nprocs=nprocs, start_method="fork")
+        spawn_with_deadline(fn, args=args, nprocs=nprocs, method="fork")  # removes torch's error files
     except Exception as error:  # noqa: BLE001 (any exception is the message under test)
         return f"{type(error).__module__}.{type(error).__qualname__}: {error}"
     return "no error"
