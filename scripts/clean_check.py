@@ -4,12 +4,12 @@ as they were.
     python scripts/clean_check.py save DIR      # before the run: also empties DIR/tmp
     TMPDIR=DIR/tmp pytest ...                   # the run, with a temporary directory of its own
     python scripts/clean_check.py compare DIR   # after it; exit 1 with the difference
-    python scripts/clean_check.py compare DIR --tmp-report-only   # what is left in DIR/tmp is listed only
 
 Run around pytest, not inside it: a spawn or forkserver child killed at a deadline leaves its named
 semaphores in /dev/shm until multiprocessing's resource tracker unlinks them, which it does when the
 test process exits. So /dev/shm is compared after the run, allowing the trackers a few seconds.
-The temporary directory must then be empty, but for the caches kept there by design (:data:`KEPT`).
+The temporary directory must then be empty, but for the caches kept there by design (:data:`KEPT`)
+and the folders of killed kernels (:data:`LISTED`), which are listed without failing.
 """
 
 from __future__ import annotations
@@ -24,6 +24,10 @@ SHM = Path("/dev/shm")
 # torch.compile's cache (torchinductor_USER); pytest's tmp_path folders, of which pytest keeps the
 # last three runs (pytest-of-USER; the browser test's screenshots are there).
 KEPT = ("torchinductor_", "pytest-of-")
+# Not yet fixed: a kernel that started a spawn or forkserver child is SIGTERMed by jupyter_client
+# before its exit handlers run (ipykernel waits for multiprocessing's resource tracker, which ignores
+# SIGTERM; README, "make test"), and the folder multiprocessing made for it stays.
+LISTED = ("pymp-",)
 
 
 def _git_status() -> str:
@@ -40,8 +44,6 @@ def _left_in(tmp: Path) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    report_only = "--tmp-report-only" in argv
-    argv = [a for a in argv if a != "--tmp-report-only"]
     if len(argv) != 2 or argv[0] not in ("save", "compare"):
         print(__doc__)
         return 2
@@ -62,12 +64,11 @@ def main(argv: list[str]) -> int:
         time.sleep(0.5)
     if new:
         problems.append(f"new /dev/shm entries after the run: {sorted(new)}")
-    if left := _left_in(folder / "tmp"):
-        said = f"left in the run's temporary directory {folder / 'tmp'}: {left}"
-        if report_only:
-            print(f"NOT YET CLEAN (reported, not failed): {len(left)} entries {said}")
-        else:
-            problems.append(said)
+    left = _left_in(folder / "tmp")
+    if listed := [name for name in left if name.startswith(LISTED)]:
+        print(f"NOT YET CLEAN (listed, not failed): {len(listed)} folders of killed kernels: {listed}")
+    if left := [name for name in left if not name.startswith(LISTED)]:
+        problems.append(f"left in the run's temporary directory {folder / 'tmp'}: {left}")
     for problem in problems:
         print(problem)
     return 1 if problems else 0
