@@ -347,8 +347,13 @@ def orphan_demo(timeout: float = 60.0, watch: float = 10.0) -> dict:
             f"from helpers.debugging import make_orphans\nif __name__ == '__main__':\n"
             f"    make_orphans({workdir!r})\n"
         )
-        with open(os.devnull, "w") as sink:  # not a pipe: the orphans keep inherited fds open
-            done = subprocess.run([sys.executable, str(script)], stdout=sink, timeout=timeout, check=False)
+        # TMPDIR: the error file torch's mp.spawn child writes when its parent's death interrupts it
+        # goes with workdir. stdout not a pipe: the orphans keep inherited fds open.
+        env = {**os.environ, "TMPDIR": workdir}
+        with open(os.devnull, "w") as sink:
+            done = subprocess.run(
+                [sys.executable, str(script)], stdout=sink, env=env, timeout=timeout, check=False
+            )
         pids = read_pids(workdir, _ORPHAN_KINDS, timeout=1)
         orphan = pids.pop(_ORPHAN_KINDS[0])
         lived = seconds_until_exit(pids, timeout=watch)  # the children torch's launchers guard
