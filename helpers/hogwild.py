@@ -213,7 +213,7 @@ def _run_single(epochs: float, threads: int = 1, seed: int = 0, budget: float | 
     >>> _run_single(epochs=1)["nprocs"]
     1
     >>> run = _run_single(epochs=100, budget=0.0)  # one tenth of 100 epochs, then it stops
-    >>> round(run["steady"] * run["wall"] / BATCH_SIZE) == _steps(100, 1) // 10  # the samples it did
+    >>> round(run["steady"] * run["wall"] / BATCH_SIZE) == _steps(100, 1) // 10  # the steps it did
     True
     """
     x, y, x_test, y_test = load_digits_split()

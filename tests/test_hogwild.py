@@ -142,12 +142,12 @@ def test_own_models_trains_a_model_per_worker_and_leaves_the_shared_one_alone():
 
 
 def test_run_single_stops_after_its_budget():
-    def samples(run):
+    def steps_done(run):  # steady = samples / wall, BATCH_SIZE samples a step
         return round(run["steady"] * run["wall"] / hogwild.BATCH_SIZE)
 
     steps = hogwild._steps(50, 1)
-    assert samples(hogwild._run_single(epochs=50, budget=0.0)) == steps // 10  # one tenth, then it stops
-    assert samples(hogwild._run_single(epochs=50)) == steps
+    assert steps_done(hogwild._run_single(epochs=50, budget=0.0)) == steps // 10  # one tenth, then it stops
+    assert steps_done(hogwild._run_single(epochs=50)) == steps
 
 
 def test_explore_is_the_widget_callback():
