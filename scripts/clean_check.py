@@ -8,8 +8,7 @@ as they were.
 Run around pytest, not inside it: a spawn or forkserver child killed at a deadline leaves its named
 semaphores in /dev/shm until multiprocessing's resource tracker unlinks them, which it does when the
 test process exits. So /dev/shm is compared after the run, allowing the trackers a few seconds.
-The temporary directory must then be empty, but for the caches kept there by design (:data:`KEPT`)
-and the folders of killed kernels (:data:`LISTED`), which are listed without failing.
+The temporary directory must then be empty, but for the caches kept there by design (:data:`KEPT`).
 """
 
 from __future__ import annotations
@@ -24,10 +23,6 @@ SHM = Path("/dev/shm")
 # torch.compile's cache (torchinductor_USER); pytest's tmp_path folders, of which pytest keeps the
 # last three runs (pytest-of-USER; the browser test's screenshots are there).
 KEPT = ("torchinductor_", "pytest-of-")
-# Not yet fixed: a kernel that started a spawn or forkserver child is SIGTERMed by jupyter_client
-# before its exit handlers run (ipykernel waits for multiprocessing's resource tracker, which ignores
-# SIGTERM; README, "make test"), and the folder multiprocessing made for it stays.
-LISTED = ("pymp-",)
 
 
 def _git_status() -> str:
@@ -64,10 +59,7 @@ def main(argv: list[str]) -> int:
         time.sleep(0.5)
     if new:
         problems.append(f"new /dev/shm entries after the run: {sorted(new)}")
-    left = _left_in(folder / "tmp")
-    if listed := [name for name in left if name.startswith(LISTED)]:
-        print(f"NOT YET CLEAN (listed, not failed): {len(listed)} folders of killed kernels: {listed}")
-    if left := [name for name in left if not name.startswith(LISTED)]:
+    if left := _left_in(folder / "tmp"):
         problems.append(f"left in the run's temporary directory {folder / 'tmp'}: {left}")
     for problem in problems:
         print(problem)
