@@ -24,6 +24,7 @@ process trained on batches of ``2 * BATCH_SIZE`` (notebook 06 §3: they must agr
 from __future__ import annotations
 
 import torch
+import torch.distributed.nn  # noqa: F401  (given; before any group: notebook 06, "a rank that aborts at exit")
 from torch.utils.data import TensorDataset
 
 # Given: the checker trains its single-process reference with these. Do not change them.

@@ -29,8 +29,11 @@ Example (a world of one rank, in this process)::
 from __future__ import annotations
 
 import argparse
+import ast
 import os
 import socket
+import subprocess
+import sys
 import tempfile
 import time
 from datetime import timedelta
@@ -38,6 +41,10 @@ from datetime import timedelta
 import psutil
 import torch
 import torch.distributed as dist
+
+# Before any process group exists, on purpose: imported first by DDP's constructor, it would hold
+# the group for ever and a rank could abort at exit (see gloo_threads_left).
+import torch.distributed.nn  # noqa: F401
 import torch.multiprocessing as mp
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
@@ -62,6 +69,7 @@ __all__ = [
     "fail_before_rendezvous",
     "join_group",
     "max_param_difference",
+    "gloo_threads_left",
     "explore_world_size",
     "main",
 ]
@@ -212,7 +220,6 @@ def train(rank: int, world_size: int, snapshot: str, port: int | None = None, ep
                 os.replace(snapshot + ".tmp", snapshot)
             dist.barrier()  # nobody starts the next epoch before the snapshot is complete
     finally:
-        model = None  # free DDP here, before the group it uses is destroyed
         dist.destroy_process_group()
 
 
@@ -276,6 +283,37 @@ def join_group(rank: int, world_size: int, port: int, timeout: float) -> None:
         timeout=timedelta(seconds=timeout),
     )  # fmt: skip
     dist.destroy_process_group()
+
+
+def gloo_threads_left(import_first: bool) -> list[str]:
+    """The gloo threads still running after ``destroy_process_group`` in a fresh interpreter that
+    trained one DDP step, with ``torch.distributed.nn`` imported before the group (``import_first``)
+    or, first, by ``DDP(model)`` (notebook 06, "a rank that aborts at exit"). Linux: thread names
+    from ``/proc``.
+
+    Its functions take ``group=group.WORLD`` as a default argument, evaluated when the module is first
+    imported: after ``init_process_group`` that is the group, held for ever, and gloo's threads with
+    it. At interpreter exit one of them may still be releasing the last gradient all-reduce, whose
+    Python context needs the GIL of a finalizing interpreter: the rank aborts ("terminate called
+    without an active exception", SIGABRT), after a run that did everything right.
+
+    >>> gloo_threads_left(import_first=True)  # doctest: +SKIP
+    []
+    """
+    script = f"""
+import os, torch, torch.distributed as dist
+{"import torch.distributed.nn" if import_first else ""}
+from torch.nn.parallel import DistributedDataParallel as DDP
+dist.init_process_group("gloo", init_method="tcp://127.0.0.1:{free_port()}", rank=0, world_size=1)
+DDP(torch.nn.Linear(2, 1))(torch.ones(1, 2)).sum().backward()
+dist.destroy_process_group()
+threads = [open(f"/proc/self/task/{{task}}/comm").read().strip() for task in os.listdir("/proc/self/task")]
+print(sorted(name for name in threads if "gloo" in name))
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True
+    )
+    return ast.literal_eval(done.stdout.splitlines()[-1])
 
 
 def max_param_difference(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> float:

@@ -3,7 +3,7 @@
 import socket
 from datetime import timedelta
 
-import torch
+import torch.distributed.nn  # binds torch; first, or DDP imports it later and it holds the group (nb 06)
 
 
 def train(rank, world_size, url, timeout=timedelta(seconds=60)):  # mp.spawn passes the rank first

@@ -4,7 +4,7 @@ import socket
 import sys
 from datetime import timedelta
 
-import torch
+import torch.distributed.nn  # binds torch; first, or DDP imports it later and it holds the group (nb 06)
 from torch.distributed.algorithms.join import Join
 
 
