@@ -398,8 +398,10 @@ def sigkill_self(rank: int = 0) -> None:
 
 
 def blas_threads(limit: int | None = None) -> tuple[int, int]:
-    """``(pid, threads)``: the threads of NumPy's BLAS pool in this process, as ``threadpoolctl``
-    reports them, optionally capped at ``limit`` first (notebook 10 appendix A).
+    """``(pid, threads)``: the threads of the largest BLAS pool in this process, as ``threadpoolctl``
+    reports them, optionally capped at ``limit`` first (notebook 10 appendix A). NumPy's OpenBLAS
+    is the one a worker that imports only NumPy has; SciPy loads a second library with a pool of its
+    own, capped the same way.
 
     >>> blas_threads(limit=1)[1]
     1
@@ -410,7 +412,7 @@ def blas_threads(limit: int | None = None) -> tuple[int, int]:
     if limit is not None:
         threadpool_limits(limit)  # the fix, in the worker: one BLAS thread per process
     pools = [pool for pool in threadpool_info() if pool["user_api"] == "blas"]
-    return os.getpid(), sum(pool["num_threads"] for pool in pools)
+    return os.getpid(), max((pool["num_threads"] for pool in pools), default=0)
 
 
 def square(x: int) -> int:
