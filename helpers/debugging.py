@@ -105,25 +105,36 @@ def hang_with_dump_on_signal(
     take_lock_twice(ready)
 
 
-def read_stack_dump(pid: int, dump_path: str, timeout: float = 30.0) -> str:
-    """Ask a blocked process for its stacks (SIGUSR1) and read them once complete; "" past ``timeout``.
+def read_stack_dump(pid: int, dump_path: str, timeout: float = 30.0, until: str | None = None) -> str:
+    """Ask a blocked process for its stacks (SIGUSR1) and return that dump once complete; "" past
+    ``timeout``.
 
     The steps of notebook 08's section 1 cell, for the tests and the exercise checker: wait until
     ``pid`` sleeps (blocked, not starting up), send SIGUSR1, read ``dump_path`` until the worker's
-    handler has written :data:`DUMP_END` (see :func:`hang_with_dump_on_signal`). Every wait is bounded.
+    handler has written :data:`DUMP_END` (see :func:`hang_with_dump_on_signal`) after the dumps
+    already there. A process can sleep on its way to the wait too (a file it writes, a lock inside
+    ``Event.set``): with ``until``, the text a dump of the real wait shows, it asks again until a
+    dump holds it. Every wait is bounded.
 
     >>> read_stack_dump(os.getpid(), "/nonexistent", timeout=0)
     ''
     """
+    deadline = time.monotonic() + timeout
     if wait_for_status(pid, psutil.STATUS_SLEEPING, timeout) != psutil.STATUS_SLEEPING:
         return ""
-    os.kill(pid, signal.SIGUSR1)
-    deadline = time.monotonic() + timeout
-    while DUMP_END not in (text := Path(dump_path).read_text()):
+    path = Path(dump_path)
+    while True:
+        done = path.read_text().count(DUMP_END)
+        os.kill(pid, signal.SIGUSR1)
+        while (text := path.read_text()).count(DUMP_END) == done:
+            if time.monotonic() > deadline:
+                return ""
+            time.sleep(0.01)
+        dump = text.split(DUMP_END + "\n")[done]  # the one this signal asked for
+        if until is None or until in dump:
+            return dump
         if time.monotonic() > deadline:
             return ""
-        time.sleep(0.01)
-    return text.replace(DUMP_END + "\n", "")
 
 
 def py_spy_path() -> str | None:

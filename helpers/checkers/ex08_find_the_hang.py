@@ -129,7 +129,9 @@ def _stuck_job_dump(source: str, workdir: Path, timeout: float) -> tuple[str, st
         deadline = time.monotonic() + timeout
         while not ready.exists() and job.poll() is None and time.monotonic() < deadline:
             time.sleep(0.01)
-        text = read_stack_dump(job.pid, str(dump), timeout) if ready.exists() else ""
+        function, number = _expected(source)
+        waiting = f"line {number} in {function}"  # a dump taken on its way there would not do
+        text = read_stack_dump(job.pid, str(dump), timeout, until=waiting) if ready.exists() else ""
     finally:
         kill_tree(job.pid, grace=0)  # the job and the producer it started
         job.wait(timeout=10)
