@@ -16,6 +16,7 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import os
 import queue
@@ -24,7 +25,7 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 
-from helpers.processes import reap
+from helpers.processes import kill_tree, reap
 from helpers.stack_dump import register_stack_dump
 
 __all__ = [
@@ -153,8 +154,8 @@ def launch(
     (demos that may hang or crash).
 
     - ``method``: the start method, used through ``get_context`` (never ``set_start_method``).
-    - ``timeout``: seconds for the whole run; on expiry every child is terminated and
-      :class:`WorkerFailed` says which ranks were missing.
+    - ``timeout``: seconds for the whole run; on expiry every child is terminated, with the
+      processes it started, and :class:`WorkerFailed` says which ranks were missing.
     - ``threads``: ``torch.set_num_threads`` in each child before ``fn`` runs (default 1: avoids
       oversubscription, and the OpenMP hang of a fork child whose parent ran parallel kernels).
       ``None`` leaves the inherited setting.
@@ -176,7 +177,6 @@ def launch(
             target=_run_rank,
             args=(fn, rank, args, results, release, threads, timeout),
             name=f"{getattr(fn, '__name__', 'worker')}-{rank}",
-            daemon=True,
         )
         for rank in range(nprocs)
     ]
@@ -187,10 +187,26 @@ def launch(
         values = _collect(procs, results, deadline)
     finally:
         release.set()
-        reap(procs, timeout=max(1.0, deadline - time.monotonic()))
+        _stop(procs, max(deadline, time.monotonic() + 1.0))
         results.close()
         results.join_thread()
     return [values[rank] for rank in range(nprocs)]
+
+
+def _stop(procs: Sequence, deadline: float) -> None:
+    """Give the workers until ``deadline`` to exit; then kill what a straggler started (a worker may
+    start processes of its own: the exercise checkers run a learner's launcher in one), and reap."""
+    import psutil
+
+    for p in procs:
+        if p.pid is None:  # never started
+            continue
+        p.join(max(0.0, deadline - time.monotonic()))
+        if p.is_alive():
+            with contextlib.suppress(psutil.NoSuchProcess):
+                for child in psutil.Process(p.pid).children():
+                    kill_tree(child.pid, grace=0)  # not our children: kill_tree reaps none of them
+    reap(procs, timeout=0)
 
 
 def _collect(procs: Sequence, results, deadline: float) -> dict:

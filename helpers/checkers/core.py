@@ -5,18 +5,14 @@ The names with a leading underscore are shared by the exercise modules of this p
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import inspect
-import multiprocessing as mp
 import time
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import ModuleType
 
-from helpers.launch import FAST_METHOD
-from helpers.processes import kill_tree, reap
+from helpers.launch import FAST_METHOD, WorkerFailed, launch
 
 __all__ = ["CheckResult"]
 
@@ -154,60 +150,23 @@ class _Outcome:
     seconds: float = 0.0
 
 
-def _child_entry(conn, module_name: str, func_name: str, args: tuple) -> None:
-    """Child side of :func:`_in_child`: call the function, send back its value or its traceback."""
-    try:
-        fn = _resolve(importlib.import_module(module_name), func_name)
-        conn.send(("ok", fn(*args)))
-    except BaseException as exc:
-        conn.send(("raised", f"{traceback.format_exc()}\n{type(exc).__name__}: {exc}"))
-    finally:
-        conn.close()
-
-
-def _kill_tree(proc) -> None:
-    """SIGKILL ``proc`` and everything it started (grandchildren would otherwise be orphaned)."""
-    import psutil
-
-    if proc.pid is None or proc.exitcode is not None:
-        return
-    with contextlib.suppress(psutil.NoSuchProcess):
-        for child in psutil.Process(proc.pid).children():
-            kill_tree(child.pid, grace=0)  # not our children: kill_tree reaps none of them
-    with contextlib.suppress(ProcessLookupError):
-        proc.kill()  # ours: multiprocessing reaps it (join), so its exitcode stays readable
+def _call(rank: int, module_name: str, func_name: str, args: tuple) -> object:
+    """Child side of :func:`_in_child` (``launch`` passes a rank first): the function, found by name."""
+    return _resolve(importlib.import_module(module_name), func_name)(*args)
 
 
 def _in_child(
     module_name: str, func_name: str, args: tuple = (), *, method: str = FAST_METHOD, timeout: float = 20.0
-):
-    """Run ``module_name.func_name(*args)`` in a child with a deadline; kill its whole tree on expiry."""
-    ctx = mp.get_context(method)
-    receiver, sender = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child_entry, args=(sender, module_name, func_name, args))
+) -> _Outcome:
+    """Run ``module_name.func_name(*args)`` in one child of :func:`helpers.launch.launch`: bounded, and
+    past ``timeout`` killed with everything it started."""
     start = time.monotonic()
     try:
-        proc.start()
-        sender.close()
-        if receiver.poll(timeout):
-            try:
-                status, payload = receiver.recv()
-            except EOFError:
-                status, payload = "died", ""
-        else:
-            status, payload = "timeout", ""
-        seconds = time.monotonic() - start
-        if status == "ok":
-            proc.join(5.0)  # it may still be joining children it started
-    finally:
-        _kill_tree(proc)
-        reap([proc], timeout=2.0)
-        receiver.close()
-    if status == "ok":
-        return _Outcome("ok", value=payload, seconds=seconds)
-    if status == "died":
-        return _Outcome("died", error=f"the child died with exit code {proc.exitcode}", seconds=seconds)
-    return _Outcome(status, error=payload, seconds=seconds)
+        (value,) = launch(_call, (module_name, func_name, args), method=method, timeout=timeout, threads=None)
+    except WorkerFailed as failed:  # no rank: the deadline passed; an exit code: it died
+        status = "timeout" if failed.rank is None else "raised" if failed.exitcode is None else "died"
+        return _Outcome(status, error=str(failed), seconds=time.monotonic() - start)
+    return _Outcome("ok", value=value, seconds=time.monotonic() - start)
 
 
 def _returned(outcome: _Outcome, report: _Report, call: str, on_timeout: str) -> bool:
