@@ -9,6 +9,7 @@ import multiprocessing as mp
 import os
 import signal
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -36,19 +37,24 @@ def test_the_setup_installs_the_kernel_configuration_into_the_venv():
 
 @pytest.mark.skipif("forkserver" not in mp.get_all_start_methods(), reason="needs the forkserver (POSIX)")
 @pytest.mark.parametrize("extension", [True, False], ids=["with the extension", "without"])
-def test_a_kernel_that_started_a_forkserver_child_exits_normally_at_shutdown(extension, tmp_path):
+def test_a_kernel_that_started_a_forkserver_child_exits_normally_at_shutdown(extension):
     # "--IPKernelApp.extensions=[]" overrides the venv's configuration: ipykernel's behaviour alone.
     arguments = [] if extension else ["--IPKernelApp.extensions=[]"]
-    km, kc = start_new_kernel(env={**os.environ, "TMPDIR": str(tmp_path)}, extra_arguments=arguments)
-    try:
-        reply = kc.execute_interactive(CELL, timeout=120)
-        assert reply["content"]["status"] == "ok", reply["content"]
-        assert list(tmp_path.glob("pymp-*")), "the forkserver made no pymp-* folder"
-    finally:
-        kc.stop_channels()
-        kernel = km.provisioner.process
-        km.shutdown_kernel(now=False)  # as nbmake and JupyterLab do: request, 2.5 s, SIGTERM, 2.5 s, SIGKILL
-    left = [p.name for p in tmp_path.iterdir()]
+    # The kernel's own temporary directory, with a short path: the forkserver's socket lives there.
+    with tempfile.TemporaryDirectory(prefix="kernel-") as folder:
+        tmp = Path(folder)
+        km, kc = start_new_kernel(env={**os.environ, "TMPDIR": folder}, extra_arguments=arguments)
+        try:
+            reply = kc.execute_interactive(CELL, timeout=120)
+            assert reply["content"]["status"] == "ok", reply["content"]
+            assert list(tmp.glob("pymp-*")), "the forkserver made no pymp-* folder"
+        finally:
+            kc.stop_channels()
+            kernel = km.provisioner.process
+            km.shutdown_kernel(
+                now=False
+            )  # as nbmake and JupyterLab do: request, 2.5 s, SIGTERM, 2.5 s, SIGKILL
+        left = [p.name for p in tmp.iterdir()]
     if extension:
         assert (kernel.returncode, left) == (0, [])
     else:  # if this fails, ipykernel wakes its main loop itself: remove helpers/kernel_shutdown.py
