@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -150,8 +152,10 @@ class _Outcome:
     seconds: float = 0.0
 
 
-def _call(rank: int, module_name: str, func_name: str, args: tuple) -> object:
-    """Child side of :func:`_in_child` (``launch`` passes a rank first): the function, found by name."""
+def _call(rank: int, module_name: str, func_name: str, args: tuple, tmpdir: str) -> object:
+    """Child side of :func:`_in_child` (``launch`` passes a rank first): the function, found by name,
+    with ``tmpdir`` as the temporary directory of this process and of those it starts."""
+    os.environ["TMPDIR"] = tempfile.tempdir = tmpdir
     return _resolve(importlib.import_module(module_name), func_name)(*args)
 
 
@@ -159,14 +163,19 @@ def _in_child(
     module_name: str, func_name: str, args: tuple = (), *, method: str = FAST_METHOD, timeout: float = 20.0
 ) -> _Outcome:
     """Run ``module_name.func_name(*args)`` in one child of :func:`helpers.launch.launch`: bounded, and
-    past ``timeout`` killed with everything it started."""
-    start = time.monotonic()
-    try:
-        (value,) = launch(_call, (module_name, func_name, args), method=method, timeout=timeout, threads=None)
-    except WorkerFailed as failed:  # no rank: the deadline passed; an exit code: it died
-        status = "timeout" if failed.rank is None else "raised" if failed.exitcode is None else "died"
-        return _Outcome(status, error=str(failed), seconds=time.monotonic() - start)
-    return _Outcome("ok", value=value, seconds=time.monotonic() - start)
+    past ``timeout`` killed with everything it started. Its processes use a temporary directory of
+    the checker's, removed afterwards: one killed at the deadline leaves multiprocessing's folder
+    (``pymp-*``) there, not in the learner's."""
+    with tempfile.TemporaryDirectory(prefix="check-", ignore_cleanup_errors=True) as tmpdir:
+        start = time.monotonic()
+        try:
+            (value,) = launch(
+                _call, (module_name, func_name, args, tmpdir), method=method, timeout=timeout, threads=None
+            )
+        except WorkerFailed as failed:  # no rank: the deadline passed; an exit code: it died
+            status = "timeout" if failed.rank is None else "raised" if failed.exitcode is None else "died"
+            return _Outcome(status, error=str(failed), seconds=time.monotonic() - start)
+        return _Outcome("ok", value=value, seconds=time.monotonic() - start)
 
 
 def _returned(outcome: _Outcome, report: _Report, call: str, on_timeout: str) -> bool:
