@@ -16,6 +16,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -502,8 +503,13 @@ _ORPHAN = (
 
 
 @linux_only
-def test_a_spawn_child_whose_parent_died_is_reported_as_orphaned():
+def test_no_orphan_is_ok(monkeypatch):
+    # Not read from this machine: a test beside this one may have an orphan of its own right now.
+    monkeypatch.setattr(machine_checks, "_orphans", list)
     assert one("orphaned workers").status == "ok"
+
+
+def test_a_spawn_child_whose_parent_died_is_reported_as_orphaned():
     # Not run_python_script: the orphan inherits the parent's stdout, so reading to its end would wait.
     parent = subprocess.Popen(
         [sys.executable, "-c", _ORPHAN], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
@@ -522,9 +528,14 @@ def test_a_spawn_child_whose_parent_died_is_reported_as_orphaned():
         psutil.wait_procs([orphan], timeout=10)
 
 
+def test_no_stale_segment_is_ok(monkeypatch):
+    # Not read from this machine's /dev/shm: a test beside this one may be cleaning up right now.
+    monkeypatch.setattr(machine_checks, "dev_shm_entries", set)
+    assert one("stale shared memory").status == "ok"
+
+
 @linux_only
 def test_a_torch_segment_whose_creator_is_gone_is_stale():
-    assert one("stale shared memory").status == "ok"
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
     stale = Path(f"/dev/shm/torch_{gone.pid}_doctor_test_0")
@@ -852,15 +863,27 @@ def test_torchruns_rendezvous_port_is_checked_too(monkeypatch):
         assert finding.status == "warn" and f":{server.getsockname()[1]}" in finding.measured
 
 
-def _orphan_of(code: str) -> psutil.Process:
-    """Run ``code`` (it prints a child's pid and dies); return the child once it outlives its parent."""
+def _orphan_of(code: str, tmpdir: str) -> psutil.Process:
+    """Run ``code`` (it prints a child's pid and dies); return the child once it outlives its parent.
+    Its temporary directory is ``tmpdir``: a launcher that dies so leaves multiprocessing's folder."""
     parent = subprocess.Popen(
-        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "TMPDIR": tmpdir},
     )
     orphan = psutil.Process(int(parent.stdout.readline()))
     parent.wait(30)
     parent.stdout.close()
     return orphan
+
+
+@pytest.fixture
+def short_tmpdir():
+    """A temporary directory with a short path (a forkserver's socket lives in it), removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix="orphan-") as folder:
+        yield folder
 
 
 _FORK_ORPHAN = (
@@ -878,8 +901,8 @@ _FORKSERVER_ORPHAN = (
 
 @linux_only
 @pytest.mark.parametrize("code", [_FORK_ORPHAN, _FORKSERVER_ORPHAN], ids=["fork", "forkserver"])
-def test_fork_and_forkserver_children_whose_launcher_died_are_orphans(code):
-    orphan = _orphan_of(code)
+def test_fork_and_forkserver_children_whose_launcher_died_are_orphans(code, short_tmpdir):
+    orphan = _orphan_of(code, short_tmpdir)
     left = [orphan]
     if "forkserver" in code:  # the forkserver outlives the launcher too (it is the worker's parent)
         left.append(orphan.parent())
