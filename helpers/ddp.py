@@ -287,9 +287,9 @@ def join_group(rank: int, world_size: int, port: int, timeout: float) -> None:
 
 def gloo_threads_left(import_first: bool) -> list[str]:
     """The gloo threads still running after ``destroy_process_group`` in a fresh interpreter that
-    trained one DDP step, with ``torch.distributed.nn`` imported before the group (``import_first``)
-    or, first, by ``DDP(model)`` (notebook 06, "a rank that aborts at exit"). Linux: thread names
-    from ``/proc``.
+    imports ``torch.distributed.nn`` before ``init_process_group`` (``import_first``) or after it,
+    as the first ``DDP(model)`` of a process does (notebook 06, "a rank that aborts at exit").
+    Linux: thread names from ``/proc``.
 
     Its functions take ``group=group.WORLD`` as a default argument, evaluated when the module is first
     imported: after ``init_process_group`` that is the group, held for ever, and gloo's threads with
@@ -301,11 +301,10 @@ def gloo_threads_left(import_first: bool) -> list[str]:
     []
     """
     script = f"""
-import os, torch, torch.distributed as dist
+import os, torch.distributed as dist
 {"import torch.distributed.nn" if import_first else ""}
-from torch.nn.parallel import DistributedDataParallel as DDP
 dist.init_process_group("gloo", init_method="tcp://127.0.0.1:{free_port()}", rank=0, world_size=1)
-DDP(torch.nn.Linear(2, 1))(torch.ones(1, 2)).sum().backward()
+import torch.distributed.nn
 dist.destroy_process_group()
 threads = [open(f"/proc/self/task/{{task}}/comm").read().strip() for task in os.listdir("/proc/self/task")]
 print(sorted(name for name in threads if "gloo" in name))

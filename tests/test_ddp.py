@@ -283,11 +283,18 @@ def test_each_node_uses_nccl_when_it_has_a_gpu_for_each_of_its_own_ranks(monkeyp
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads thread names in /proc (Linux)")
-def test_ddp_holds_the_group_unless_torch_distributed_nn_is_imported_first():
+def test_torch_distributed_nn_imported_after_the_group_holds_it_and_ddp_imports_it():
     assert ddp.gloo_threads_left(import_first=True) == []
     # If this fails, torch frees the group now: helpers.ddp's early import (and the patterns') can go.
-    assert ddp.gloo_threads_left(import_first=False) == [
-        "gloo_tcp_loop",
-        "pt_gloo_runloop",
-        "pt_gloo_runloop",
-    ]
+    held = ddp.gloo_threads_left(import_first=False)
+    assert held == ["gloo_tcp_loop", "pt_gloo_runloop", "pt_gloo_runloop"]
+    url = f"tcp://127.0.0.1:{ddp.free_port()}"
+    first_ddp = (  # a process's first DDP(model) imports it (through torch._dynamo)
+        "import sys, torch, torch.distributed as dist\n"
+        f"dist.init_process_group('gloo', init_method={url!r}, rank=0, world_size=1)\n"
+        "torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 1))\n"
+        "print('torch.distributed.nn' in sys.modules)\n"
+        "dist.destroy_process_group()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", first_ddp], capture_output=True, text=True, timeout=300)
+    assert done.stdout.split() == ["True"], done.stderr[-2000:]
