@@ -51,13 +51,15 @@ lint: $(STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 
-# Unit tests, the docstring examples in helpers/, every notebook under nbmake, and every notebook run
-# in JupyterLab in headless Chromium (tests/e2e, marker `browser`), in WORKERS pytest-xdist workers:
-# twice as many as CPUs, at most 8 (most tests wait on child processes and kernels). Each test
-# module, notebook and helpers module goes to one worker as a whole (--dist loadscope), in the order
-# of the command line (--no-loadscope-reorder), the longest first: the browser test's two halves
-# (two modules, one JupyterLab each), the notebooks from the last (09, 08 and 06 run longest), then
-# the rest. No test asserts a bound on a measured time that a neighbour could decide.
+# Unit tests, the docstring examples in helpers/, and every notebook run in JupyterLab in headless
+# Chromium (tests/e2e, marker `browser`: Run All, every cell executed, no error output; the kernel is
+# the venv's, the one nbmake would start), in WORKERS pytest-xdist workers: twice as many as CPUs, at
+# most 8 (most tests wait on child processes and kernels). nbmake runs every notebook again under
+# `make test-spawn` and `make test-forkserver` (and `make notebooks`). Each test module and helpers
+# module goes to one worker as a whole (--dist loadscope), in the order of the command line
+# (--no-loadscope-reorder), the longest first: the browser test's two halves (two modules, one
+# JupyterLab each), then the rest. No test asserts a bound on a measured time that a neighbour could
+# decide.
 # Each session checks for leftover child processes and /dev/shm entries (conftest.py); the
 # repository and /dev/shm must be as clean afterwards as before, and the run's own temporary
 # directory empty. Each stage prints its wall and CPU time (bash's `time`: user + system, the
@@ -67,7 +69,7 @@ WORKERS ?= $(shell $(PYTHON) -c "import os; print(min(8, 2 * (os.cpu_count() or 
 XDIST := -n $(WORKERS) --dist loadscope --no-loadscope-reorder
 NOTEBOOKS_LAST_FIRST := $(shell ls -r notebooks/[0-9][0-9]_*.ipynb)
 NBMAKE := --nbmake --nbmake-timeout=$(CELL_TIMEOUT)
-SUITE := tests/e2e $(NOTEBOOKS_LAST_FIRST) tests helpers --doctest-modules $(NBMAKE)
+SUITE := tests/e2e tests helpers --doctest-modules
 TIMED = TIMEFORMAT="$(1): %0R s wall, %0U + %0S s CPU"; time
 # The pytest stages run with a temporary directory of their own, which must be empty afterwards
 # (caches aside: scripts/clean_check.py); any other entry fails the run.

@@ -61,7 +61,7 @@ STATE_JS = """() => {
     for (let i = 0; i < m.outputs.length; i++) {
       const o = m.outputs.get(i).toJSON();
       outputs.push({type: o.output_type, ename: o.ename || '', evalue: o.evalue || '',
-                    mimes: Object.keys(o.data || {})});
+                    traceback: (o.traceback || []).join('\\n'), mimes: Object.keys(o.data || {})});
     }
     cells.push({count: m.executionCount, state: m.executionState || '', outputs});
   }
@@ -100,6 +100,8 @@ MERMAID_JS = """() => {
           errors: failed.map(f => (f.querySelector('details > pre')?.textContent || '').slice(0, 200)),
           as_text: document.querySelectorAll(`${markdown} pre > code.language-mermaid`).length};
 }"""
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")  # the colours of a traceback
 
 COMMS_JS = "() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.commsOverSubshells"
 
@@ -291,12 +293,12 @@ def run_in_jupyterlab(path: Path, context, lab, shots: Path) -> None:
         dom = page.evaluate(DOM_JS)
 
         errors = [
-            f"cell {i}: {o['ename']}: {o['evalue']}"
+            f"code cell {i}:\n{ANSI.sub('', o['traceback'])}"
             for i, c in enumerate(state["cells"])
             for o in c["outputs"]
             if o["type"] == "error"
         ]
-        assert not errors, f"{path.name} shows error outputs: {errors}"
+        assert not errors, f"{path.name} shows error outputs:\n" + "\n".join(errors)
         unexecuted = [i for i, c in enumerate(state["cells"]) if not c["count"]]
         assert not unexecuted, f"{path.name}: code cells {unexecuted} did not execute"
         model_images = sum(
