@@ -305,6 +305,7 @@ import os, torch.distributed as dist
 {"import torch.distributed.nn" if import_first else ""}
 dist.init_process_group("gloo", init_method="tcp://127.0.0.1:{free_port()}", rank=0, world_size=1)
 import torch.distributed.nn
+dist.barrier()  # run by one of gloo's worker threads: it has started (and named itself)
 dist.destroy_process_group()
 threads = [open(f"/proc/self/task/{{task}}/comm").read().strip() for task in os.listdir("/proc/self/task")]
 print(sorted(name for name in threads if "gloo" in name))

@@ -286,8 +286,8 @@ def test_each_node_uses_nccl_when_it_has_a_gpu_for_each_of_its_own_ranks(monkeyp
 def test_torch_distributed_nn_imported_after_the_group_holds_it_and_ddp_imports_it():
     assert ddp.gloo_threads_left(import_first=True) == []
     # If this fails, torch frees the group now: helpers.ddp's early import (and the patterns') can go.
-    held = ddp.gloo_threads_left(import_first=False)
-    assert held == ["gloo_tcp_loop", "pt_gloo_runloop", "pt_gloo_runloop"]
+    held = ddp.gloo_threads_left(import_first=False)  # the worker threads that have started so far
+    assert "pt_gloo_runloop" in held and set(held) <= {"gloo_tcp_loop", "pt_gloo_runloop"}, held
     url = f"tcp://127.0.0.1:{ddp.free_port()}"
     first_ddp = (  # a process's first DDP(model) imports it (through torch._dynamo)
         "import sys, torch, torch.distributed as dist\n"
