@@ -11,11 +11,18 @@ handlers, and multiprocessing's temporary folder (``pymp-*``) stays behind.
 
 This extension wakes the main loop with ``add_callback``, which is thread-safe, when ``exit_now`` is
 set: the kernel then stops 0.1 s later, as ipykernel intends, and exits normally (exit handlers run,
-the resource tracker sees its pipe close and exits). The set-up loads it into every kernel of
-``.venv`` (``jupyter-config/ipython/ipython_kernel_config.json``, installed in ``.venv/etc/ipython``).
+the resource tracker sees its pipe close and exits). That exit itself takes time: a kernel that had
+imported torch and started a spawn child took 1.3 to 2.6 s at a load average of 9 on 2 cores, so
+jupyter_client's SIGTERM, 2.5 s after the request, could still cut it short. The same callback, on
+the main thread (where Python sets signal handlers), makes the kernel ignore SIGTERM from then on:
+it is leaving already, and jupyter_client's SIGKILL at 5 s (``shutdown_wait_time``) still bounds the
+shutdown. The set-up loads it into every kernel of ``.venv``
+(``jupyter-config/ipython/ipython_kernel_config.json``, installed in ``.venv/etc/ipython``).
 """
 
 from __future__ import annotations
+
+import signal
 
 __all__: list[str] = []
 
@@ -29,6 +36,6 @@ def load_ipython_extension(ipython) -> None:
 
     def wake_the_main_loop(change) -> None:
         if change["new"] and getattr(kernel, "io_loop", None) is not None:
-            kernel.io_loop.add_callback(lambda: None)
+            kernel.io_loop.add_callback(signal.signal, signal.SIGTERM, signal.SIG_IGN)
 
     ipython.observe(wake_the_main_loop, names="exit_now")

@@ -1,7 +1,8 @@
 """Every notebook, run where learners run it: JupyterLab in a real (headless) Chromium.
 
-nbmake proves the kernels run; this proves the notebooks work in the UI: Run > Run All Cells from
-the menu, every code cell executed, no error output, widgets rendered as live controls (one of
+In ``make test`` this is the notebooks' only run (``make test-spawn`` and ``make test-forkserver``
+run them under nbmake): it proves they work as a learner runs them, in the UI: Run > Run All Cells
+from the menu, every code cell executed, no error output, widgets rendered as live controls (one of
 them moved, and its output changes), plots rendered as images, and every Mermaid diagram of the
 markdown cells drawn (an SVG image, not the diagram's source text). Select with ``-m browser``,
 leave out with ``-m 'not browser'``.
