@@ -153,7 +153,9 @@ def put_tensor(q: MPQueue, nbytes: int, consumed: Event | None = None, timeout: 
     With an Event ``consumed``, stay alive until it is set (at most ``timeout`` s): the consumer sets
     it when it is done with the tensor. Under ``file_descriptor`` the consumer fetches the shared
     memory's fd from this process while it unpickles; for CUDA tensors the producer must live as
-    long as the consumer uses the tensor.
+    long as the consumer uses the tensor. Without one it waits for the queue's feeder thread: a
+    feeder still pickling during the exit makes multiprocessing's ``pymp-*`` folder after the exit's
+    clean-up has listed what to remove, and the folder stays (CPython's ``util._run_finalizers``).
 
     >>> ctx = mp.get_context("spawn")
     >>> q, consumed = ctx.SimpleQueue(), ctx.Event()
@@ -164,7 +166,10 @@ def put_tensor(q: MPQueue, nbytes: int, consumed: Event | None = None, timeout: 
     """
     torch.set_num_threads(1)
     q.put(torch.ones(nbytes // 4))
-    if consumed is not None:
+    if consumed is None:  # exit at once, once the queue's feeder thread has sent the handle
+        q.close()
+        q.join_thread()
+    else:
         consumed.wait(timeout)
 
 

@@ -166,7 +166,9 @@ def test_put_workers_and_produce_in_process():
 
     q, done = queue.Queue(), threading.Event()
     qu.put_arrays(q, 2, 64)
-    qu.put_tensor(q, 64)
+    sent = threading.Event()
+    sent.set()  # a thread's queue has no feeder thread to wait for
+    qu.put_tensor(q, 64, sent)
     assert [q.get().shape for _ in range(3)] == [(16,), (16,), (16,)]
     done.set()
     qu.produce(4, q, 2, done)
