@@ -12,7 +12,7 @@ handlers, and multiprocessing's temporary folder (``pymp-*``) stays behind.
 This extension wakes the main loop with ``add_callback``, which is thread-safe, when ``exit_now`` is
 set: the kernel then stops 0.1 s later, as ipykernel intends, and exits normally (exit handlers run,
 the resource tracker sees its pipe close and exits). That exit itself takes time: a kernel that had
-imported torch and started a spawn child took 1.3 to 2.6 s at a load average of 9 on 2 cores, so
+imported torch and started a spawn child took 1.3 to 3.0 s at a load average of 9 on 2 cores, so
 jupyter_client's SIGTERM, 2.5 s after the request, could still cut it short. The same callback, on
 the main thread (where Python sets signal handlers), makes the kernel ignore SIGTERM from then on:
 it is leaving already, and jupyter_client's SIGKILL at 5 s (``shutdown_wait_time``) still bounds the
@@ -34,8 +34,8 @@ def load_ipython_extension(ipython) -> None:
     if kernel is None:
         return
 
-    def wake_the_main_loop(change) -> None:
+    def on_exit_requested(change) -> None:  # wake the main loop; from then on, ignore SIGTERM
         if change["new"] and getattr(kernel, "io_loop", None) is not None:
             kernel.io_loop.add_callback(signal.signal, signal.SIGTERM, signal.SIG_IGN)
 
-    ipython.observe(wake_the_main_loop, names="exit_now")
+    ipython.observe(on_exit_requested, names="exit_now")
