@@ -128,11 +128,14 @@ def test_counting_dataset_counts():
 
 
 def test_a_timeout_ends_a_stuck_worker_and_a_module_level_dataset_loads_under_spawn():
-    slow = DataLoader(
-        hd.SlowSquares(1, work=0, delay=1.5), num_workers=1, timeout=1, multiprocessing_context=FAST_METHOD
+    # Stuck for good (terminated 5 s after the iterator goes): a worker that is only slow sends its
+    # batch as it is being stopped, and that first send, racing the worker's exit, can leave a pymp-*
+    # folder (multiprocessing's, made for the batch's file descriptor) in the temporary directory.
+    stuck = DataLoader(
+        hd.SlowSquares(1, work=0, delay=60), num_workers=1, timeout=1, multiprocessing_context=FAST_METHOD
     )
     with pytest.raises(RuntimeError, match="DataLoader timed out after 1 seconds"):
-        next(iter(slow))
+        next(iter(stuck))
     spawned = DataLoader(
         hd.SlowSquares(2, work=1), batch_size=2, num_workers=1, multiprocessing_context="spawn"
     )

@@ -235,8 +235,8 @@ def test_the_dataloader_timeout():
 
     from helpers.dataloading import SlowSquares
 
-    slow = SlowSquares(1, work=0, delay=1.5)
+    stuck = SlowSquares(1, work=0, delay=60)  # not just slow: see test_data's timeout test
     printed, _ = _first_batch_error(
-        DataLoader(slow, num_workers=1, timeout=1, multiprocessing_context="fork")
+        DataLoader(stuck, num_workers=1, timeout=1, multiprocessing_context="fork")
     )
     assert _matches(printed, _entry("DataLoader timed out").message), printed
