@@ -45,6 +45,22 @@ if __name__ == "__main__":
     print(f"{torch.cuda.get_device_name()}: test accuracy after 2 workers x {steps} steps: {trained:.3f}")
 """
 
+DDP_NCCL_ONE_RANK = """
+import os, torch, torch.multiprocessing as mp
+from helpers import ddp, digits
+
+if __name__ == "__main__":
+    snapshot = os.path.abspath("snapshot.pt")  # the recorder runs this in a temporary directory
+    mp.spawn(ddp.train, args=(1, snapshot, ddp.free_port()), nprocs=1)  # rank 0: nccl on cuda:0
+    state = torch.load(snapshot, weights_only=True)  # saved by rank 0 from its GPU
+    where = next(iter(state["model"].values())).device
+    model = digits.make_model(seed=ddp.SEED)
+    model.load_state_dict(state["model"])
+    _, _, x_test, y_test = digits.load_digits_split()
+    print(f"rank 0 of 1 trained {state['epoch'] + 1} epochs with nccl; its snapshot's tensors were on {where}")
+    print(f"{torch.cuda.get_device_name()}: test accuracy {digits.accuracy(model.cpu(), x_test, y_test):.3f}")
+"""
+
 DDP_TWO_RANKS_ONE_GPU = """
 import datetime, os, torch, torch.distributed as dist, torch.multiprocessing as mp
 from helpers.ddp import free_port
@@ -132,7 +148,7 @@ PATHS = [
         "06_ddp_nccl.txt",
         "06",
         "DDP with nccl, one rank on one GPU (mp.spawn)",
-        ["-m", "helpers.ddp", "--snapshot", "{tmp}/snapshot.pt", "--nprocs", "1"],
+        ["-c", DDP_NCCL_ONE_RANK],
         300,
     ),
     ("06_ddp_nccl.txt", "06", "Two ranks on one GPU with nccl", ["-c", DDP_TWO_RANKS_ONE_GPU], 200),
@@ -167,7 +183,7 @@ def header() -> str:
 
     props = torch.cuda.get_device_properties(0)
     smi = subprocess.run(
-        ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+        ["nvidia-smi", "--query-gpu=driver_version,pci.bus_id", "--format=csv,noheader"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -175,7 +191,7 @@ def header() -> str:
     return "\n".join(
         [
             f"device: {props.name} ({props.total_memory / 2**30:.0f} GiB), {torch.cuda.device_count()} GPUs",
-            f"driver: {smi.stdout.strip() or 'unknown'}",
+            f"driver, PCI bus id: {smi.stdout.strip() or 'unknown'}",
             f"torch: {torch.__version__} (CUDA {torch.version.cuda})",
             f"python: {sys.version.split()[0]}",
             f"date: {datetime.date.today().isoformat()}",
