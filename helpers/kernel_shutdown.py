@@ -7,7 +7,9 @@ the kernel's children, backing off for up to 14 s before SIGKILL. ``call_later``
 ``epoll``, never sees the timer: the kernel stays until every child has gone. Multiprocessing's
 resource tracker, started by the first spawn or forkserver child, ignores SIGTERM, so after a spawn
 demo jupyter_client SIGTERMs the kernel 2.5 s into its shutdown; it dies without running its exit
-handlers, and multiprocessing's temporary folder (``pymp-*``) stays behind.
+handlers, and multiprocessing's temporary folder (``pymp-*``), where the kernel made one (a
+forkserver's socket, or the listener that passes a tensor's file descriptor through a queue), stays
+behind.
 
 This extension wakes the main loop with ``add_callback``, which is thread-safe, when ``exit_now`` is
 set: the kernel then stops 0.1 s later, as ipykernel intends, and exits normally (exit handlers run,
