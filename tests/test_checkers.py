@@ -44,6 +44,7 @@ WRONG_ANSWERS = [
     ("ex07", "ex07_no_sharding", "came out 2 times"),
     ("ex07", "ex07_drops_remainder", "never came out"),
     ("ex07", "ex07_ignores_main_process", "get_worker_info() returns None"),
+    ("ex07", "ex07_ignores_start", "must begin at self.start"),
     ("ex08", "ex08_first_frame", "That frame is in Python's own code"),
     ("ex08", "ex08_last_frame", "the most recent call first"),
     ("ex09", "ex09_local_rank_as_rank", "LOCAL_RANK starts again from 0 on every node"),

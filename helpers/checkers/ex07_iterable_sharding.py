@@ -17,6 +17,10 @@ from helpers.launch import FAST_METHOD
 
 __all__ = ["check_ex07"]
 
+CASES = ((0, 20, 2), (5, 15, 3), (3, 10, 0))
+"""(start, end, num_workers) of each DataLoader the check reads: a start other than 0 (with workers
+and without) catches shares counted from 0."""
+
 
 def check_ex07(module: str = "exercises.ex07_iterable_sharding", timeout: float = 60.0) -> CheckResult:
     """Check exercise 07: every sample comes out of a multi-worker DataLoader exactly once.
@@ -29,8 +33,9 @@ def check_ex07(module: str = "exercises.ex07_iterable_sharding", timeout: float 
     from torch.utils.data import DataLoader
 
     def body(mod: ModuleType, report: _Report) -> None:
-        for n, workers in ((20, 2), (10, 3), (7, 0)):
-            dataset = mod.ShardedRange(0, n)
+        for start, end, workers in CASES:
+            dataset = mod.ShardedRange(start, end)
+            where = f"{workers} workers, ShardedRange({start}, {end})"
             options = {"multiprocessing_context": FAST_METHOD, "timeout": timeout} if workers else {}
             try:
                 with warnings.catch_warnings():  # "suggested max number of worker" on a 2-core machine
@@ -50,24 +55,29 @@ def check_ex07(module: str = "exercises.ex07_iterable_sharding", timeout: float 
                     report.fail(f"{workers} workers: {type(exc).__name__}: {_first_line(str(exc))}")
                 continue
             counts = Counter(got)
-            missing = sorted(set(range(n)) - set(counts))
-            extra = sorted(set(counts) - set(range(n)))
-            if got and not missing and not extra and set(counts.values()) == {workers}:
+            missing = sorted(set(range(start, end)) - set(counts))
+            extra = sorted(set(counts) - set(range(start, end)))
+            if start and extra and set(extra) == set(range(start)):
                 report.fail(
-                    f"{workers} workers, {n} samples: every sample came out {workers} times. Each worker "
+                    f"{where}: samples {extra} came out, below start: the shares must begin at self.start, "
+                    "not at 0: range(self.start + id, self.end, num_workers)"
+                )
+            elif got and not missing and not extra and set(counts.values()) == {workers}:
+                report.fail(
+                    f"{where}: every sample came out {workers} times. Each worker "
                     "has its own copy of the dataset and iterates all of it: use get_worker_info() "
                     "(.id, .num_workers) to yield only this worker's share"
                 )
             elif missing:
                 report.fail(
-                    f"{workers} workers, {n} samples: samples {missing} never came out (when n is not a "
-                    "multiple of the worker count, the last share must take the rest; or interleave: "
-                    "range(start + id, end, num_workers))"
+                    f"{where}: samples {missing} never came out (when the length is not "
+                    "a multiple of the worker count, the last share must take the rest; or interleave: "
+                    "range(self.start + id, self.end, num_workers))"
                 )
             elif extra or max(counts.values()) > 1:
                 dup = sorted(k for k, c in counts.items() if c > 1)
-                report.fail(f"{workers} workers, {n} samples: duplicated {dup}, out of range {extra}")
+                report.fail(f"{where}: duplicated {dup}, out of range {extra}")
             else:
-                report.ok(f"{workers} workers, {n} samples: each exactly once")
+                report.ok(f"{where}: each sample exactly once")
 
     return _checked("ex07", module, ("ShardedRange.__iter__",), body)
