@@ -217,3 +217,12 @@ def test_a_hung_check_is_killed_at_its_deadline_with_the_processes_it_started(tm
     assert outcome.status == "timeout"
     grandchild = int(pid_file.read_text())
     assert not psutil.pid_exists(grandchild) or psutil.Process(grandchild).status() == psutil.STATUS_ZOMBIE
+
+
+def test_a_pass_of_ex10_says_what_was_checked_in_a_few_lines():
+    result = checkers.check_ex10("solutions.ex10_diagnose")
+    assert result.passed and len(result.feedback) <= 4, str(result)
+    from helpers.field_guide import ERROR_INDEX
+
+    tried = 2 * len(ERROR_INDEX) + 3  # each entry as written and with other numbers; 3 mp.spawn tracebacks
+    assert sum(int(line.split()[0]) for line in result.feedback) == tried, str(result)
