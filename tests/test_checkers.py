@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -13,6 +15,7 @@ import exercises
 import solutions
 from helpers import checkers
 from helpers.checkers import CHECKERS, CheckResult
+from helpers.checkers.core import SAY_WHEN_LONGER
 from helpers.environment import environment_report
 
 EXERCISE_MODULES = sorted(m.name for m in pkgutil.iter_modules(exercises.__path__))
@@ -93,19 +96,31 @@ def _slow_where_needed(names: list[str]) -> list:
     return [pytest.param(n, marks=SLOW) if n.startswith("ex06") else n for n in names]
 
 
+def _announced(exercise: str) -> bool:
+    """Whether ``exercise``'s check takes long enough to say so when it starts (its module's SECONDS)."""
+    return sys.modules[CHECKERS[exercise].__module__].SECONDS >= SAY_WHEN_LONGER
+
+
 @pytest.mark.parametrize("name", _slow_where_needed(EXERCISE_MODULES))
-def test_checker_accepts_the_reference_solution(name):
+def test_checker_accepts_the_reference_solution(name, capsys):
     result = _check(name[:4], f"solutions.{name}")
     assert result.passed, str(result)
     assert result.feedback, "a pass says what was verified"
     assert PASS_PHRASE.get(name[:4], "") in result.feedback[-1], str(result)
+    graded = str(Path(solutions.__file__).parent / f"{name}.py")
+    assert result.path == graded and f"graded: {graded}" in str(result)
+    printed = capsys.readouterr().out.splitlines()
+    announcement = f"checking {graded} (takes about "
+    assert printed[0].startswith(announcement) == _announced(name[:4]), printed
 
 
 @pytest.mark.parametrize("name", EXERCISE_MODULES)
-def test_starter_file_is_not_attempted_and_does_not_raise(name):
+def test_starter_file_is_not_attempted_and_does_not_raise(name, capsys):
     result = _check(name[:4], f"exercises.{name}")
     assert (result.passed, result.attempted) == (False, False), str(result)
-    assert "not attempted yet" in str(result) and f"exercises/{name}.py" in str(result)
+    starter = str(Path(exercises.__file__).parent / f"{name}.py")
+    assert "not attempted yet" in str(result) and f"graded: {starter}" in str(result)
+    assert not capsys.readouterr().out.startswith("checking"), "nothing to run: no announcement"
 
 
 def _gnu_openmp() -> bool:
@@ -146,6 +161,7 @@ def test_a_file_that_does_not_import_gets_feedback_not_an_exception(tmp_path, mo
     monkeypatch.syspath_prepend(str(tmp_path))
     result = checkers.check_ex08("broken_ex08")
     assert not result.passed and "does not import: SyntaxError" in result.feedback[0]
+    assert result.path == str(tmp_path / "broken_ex08.py")  # found without importing it
 
 
 def test_missing_names_are_reported(tmp_path, monkeypatch):
@@ -156,8 +172,8 @@ def test_missing_names_are_reported(tmp_path, monkeypatch):
 
 
 def test_check_result_prints_as_a_report():
-    text = str(CheckResult("ex42", passed=True, feedback=["fine"]))
-    assert text == "ex42: passed\n  - fine"
+    text = str(CheckResult("ex42", passed=True, feedback=["fine"], path="/abs/ex42.py"))
+    assert text == "ex42: passed\n  graded: /abs/ex42.py\n  - fine"
 
 
 def test_regression_batch_uses_the_global_rng():

@@ -6,6 +6,7 @@ The names with a leading underscore are shared by the exercise modules of this p
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
 import os
 import tempfile
@@ -23,10 +24,13 @@ __all__ = ["CheckResult"]
 class CheckResult:
     """The verdict of one checker: ``passed``, and ``feedback`` lines that say why.
 
-    It prints as a short report (and displays as one in a notebook).
+    It prints as a short report (and displays as one in a notebook) that names the file graded
+    (``path``, absolute: with two checkouts and one environment, the one imported may not be the
+    one you edited).
 
-    >>> print(CheckResult("ex99", passed=False, feedback=["say what to fix"]))
+    >>> print(CheckResult("ex99", passed=False, feedback=["say what to fix"], path="/work/ex99.py"))
     ex99: not right yet
+      graded: /work/ex99.py
       - say what to fix
     """
 
@@ -34,6 +38,7 @@ class CheckResult:
     passed: bool
     feedback: list[str] = field(default_factory=list)
     attempted: bool = True
+    path: str = ""
 
     @property
     def status(self) -> str:
@@ -47,7 +52,9 @@ class CheckResult:
         return "not right yet" if self.attempted else "not attempted yet"
 
     def __str__(self) -> str:
-        return "\n".join([f"{self.exercise}: {self.status}"] + [f"  - {line}" for line in self.feedback])
+        graded = [f"  graded: {self.path}"] if self.path else []
+        feedback = [f"  - {line}" for line in self.feedback]
+        return "\n".join([f"{self.exercise}: {self.status}", *graded, *feedback])
 
     def _repr_pretty_(self, printer, cycle: bool) -> None:  # IPython display
         printer.text(str(self))
@@ -87,33 +94,54 @@ def _is_stub(obj: object) -> bool:
         return False
 
 
+SAY_WHEN_LONGER = 5.0
+"""A check expected to take this many seconds or more prints one line when it starts."""
+
+
 def _path_of(module_name: str) -> str:
-    return module_name.replace(".", "/") + ".py"
+    """The absolute path of the file ``module_name`` imports from (without importing it)."""
+    try:
+        spec = importlib.util.find_spec(module_name)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or not spec.origin:
+        return os.path.abspath(module_name.replace(".", "/") + ".py")
+    return os.path.abspath(spec.origin)
 
 
-def _checked(exercise: str, module_name: str, names: tuple[str, ...], body: Callable) -> CheckResult:
-    """Import (reload) ``module_name``, refuse stubs kindly, run ``body(module, report)``; never raise."""
+def _checked(
+    exercise: str, module_name: str, names: tuple[str, ...], body: Callable, seconds: float = 0.0
+) -> CheckResult:
+    """Import (reload) ``module_name``, refuse stubs kindly, run ``body(module, report)``; never raise.
+
+    A check that takes about ``seconds`` (at least :data:`SAY_WHEN_LONGER`) says so before it runs."""
+    path = _path_of(module_name)
     not_attempted = CheckResult(
         exercise,
         passed=False,
         attempted=False,
         feedback=[
-            f"not attempted yet: edit {_path_of(module_name)}, replace `raise NotImplementedError` "
+            f"not attempted yet: edit {path}, replace `raise NotImplementedError` "
             "with your code, save, and run the check again"
         ],
+        path=path,
     )
     try:
         module = importlib.reload(importlib.import_module(module_name))
     except Exception as exc:  # a syntax error, a bad import, ... in the learner's file
-        return CheckResult(exercise, False, [f"{module_name} does not import: {type(exc).__name__}: {exc}"])
+        error = f"{module_name} does not import: {type(exc).__name__}: {exc}"
+        return CheckResult(exercise, False, [error], path=path)
     report = _Report()
     for name in names:
         try:
             obj = _resolve(module, name)
         except AttributeError:
-            return CheckResult(exercise, False, [f"{module_name} has no {name}: keep the starter's names"])
+            error = f"{module_name} has no {name}: keep the starter's names"
+            return CheckResult(exercise, False, [error], path=path)
         if _is_stub(obj):
             return not_attempted
+    if seconds >= SAY_WHEN_LONGER:
+        print(f"checking {path} (takes about {seconds:.0f} s) ...", flush=True)
     try:
         body(module, report)
     except _NotAttempted:
@@ -121,8 +149,8 @@ def _checked(exercise: str, module_name: str, names: tuple[str, ...], body: Call
     except Exception as exc:
         report.fail(f"the check stopped on an error: {type(exc).__name__}: {_first_line(str(exc))}")
     if report.problems:
-        return CheckResult(exercise, False, report.problems)
-    return CheckResult(exercise, True, report.passed)
+        return CheckResult(exercise, False, report.problems, path=path)
+    return CheckResult(exercise, True, report.passed, path=path)
 
 
 def _first_line(text: str) -> str:

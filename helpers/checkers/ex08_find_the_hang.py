@@ -17,6 +17,9 @@ from helpers.processes import kill_tree
 
 __all__ = ["check_ex08"]
 
+SECONDS = 3
+"""About how long a passing check takes, in seconds, on an idle 2-core machine (from 5 s it says so)."""
+
 # Each job registers a stack dump on SIGUSR1 (as notebook 08 section 1 does), creates the file
 # READY just before the line that blocks (marked "waits here"), and blocks for ever. The jobs use
 # fork (POSIX, like SIGUSR1): its semaphores are unlinked at once, so killing a job leaks nothing
@@ -187,7 +190,7 @@ def check_ex08(module: str = "exercises.ex08_find_the_hang", timeout: float = 30
                     f"{what}: you said {answer!r}, expected {expected!r}. {_hint(answer, dump, script)}"
                 )
 
-    return _checked("ex08", module, ("where_it_waits",), body)
+    return _checked("ex08", module, ("where_it_waits",), body, SECONDS)
 
 
 def _hint(answer: object, dump: str, script: str) -> str:
