@@ -3,6 +3,7 @@ and reports the untouched starter files as "not attempted" (without raising)."""
 
 from __future__ import annotations
 
+import ast
 import importlib
 import pkgutil
 import sys
@@ -226,10 +227,10 @@ def start_grandchild_and_hang(pid_file: str) -> None:
 def test_a_hung_check_is_killed_at_its_deadline_with_the_processes_it_started(tmp_path):
     import psutil
 
-    from helpers.checkers.core import _in_child
+    from helpers.checkers.core import run_in_child
 
     pid_file = tmp_path / "grandchild.pid"
-    outcome = _in_child(__name__, "start_grandchild_and_hang", (str(pid_file),), timeout=8.0)
+    outcome = run_in_child(__name__, "start_grandchild_and_hang", (str(pid_file),), timeout=8.0)
     assert outcome.status == "timeout"
     grandchild = int(pid_file.read_text())
     assert not psutil.pid_exists(grandchild) or psutil.Process(grandchild).status() == psutil.STATUS_ZOMBIE
@@ -242,3 +243,36 @@ def test_a_pass_of_ex10_says_what_was_checked_in_a_few_lines():
 
     tried = 2 * len(ERROR_INDEX) + 3  # each entry as written and with other numbers; 3 mp.spawn tracebacks
     assert sum(int(line.split()[0]) for line in result.feedback) == tried, str(result)
+
+
+CHECKER_FILES = sorted(Path(checkers.__file__).parent.glob("*.py"))
+
+
+def _body_lines(function: ast.FunctionDef) -> int:
+    """Lines of a function's body, its docstring left out."""
+    body = function.body
+    if isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and len(body) > 1:
+        body = body[1:]
+    return function.end_lineno - body[0].lineno + 1
+
+
+def test_no_checker_function_is_over_50_lines():
+    long = [
+        f"{path.name}:{node.name} ({_body_lines(node)} lines)"
+        for path in CHECKER_FILES
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.FunctionDef) and _body_lines(node) > 50
+    ]
+    assert not long, long
+
+
+def test_the_exercise_modules_use_only_the_public_names_of_the_core():
+    private = [
+        f"{path.name}: {alias.name}"
+        for path in CHECKER_FILES
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ImportFrom) and node.module == "helpers.checkers.core"
+        for alias in node.names
+        if alias.name.startswith("_")
+    ]
+    assert not private, private

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from types import ModuleType
 
-from helpers.checkers.core import CheckResult, _checked, _NotAttempted, _Report
+from helpers.checkers.core import CheckResult, NotAttempted, Report, run_check
 from helpers.field_guide import CASES, ERROR_INDEX
 
 __all__ = ["check_ex10"]
@@ -66,13 +66,13 @@ def check_ex10(module: str = "exercises.ex10_diagnose") -> CheckResult:
     True
     """
 
-    def body(mod: ModuleType, report: _Report) -> None:
+    def body(mod: ModuleType, report: Report) -> None:
         right: dict[str, int] = {}  # how -> messages named right (a pass says what was checked, briefly)
         for message, case, how in _MESSAGES:
             try:
                 answer = mod.diagnose(message)
             except NotImplementedError:
-                raise _NotAttempted from None
+                raise NotAttempted from None
             last = message.strip().splitlines()[-1]
             if answer not in CASES:
                 report.fail(f"{answer!r} is not one of the cases {sorted(CASES)}")
@@ -90,4 +90,4 @@ def check_ex10(module: str = "exercises.ex10_diagnose") -> CheckResult:
         for how, count in right.items():
             report.ok(f"{count} messages ({how}): each named its case")
 
-    return _checked("ex10", module, ("diagnose",), body, SECONDS)
+    return run_check("ex10", module, ("diagnose",), body, SECONDS)
