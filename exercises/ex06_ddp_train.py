@@ -1,22 +1,27 @@
 """Exercise 06 (DDP): write a DDP training function and launch it with ``mp.spawn``.
 
-1. ``train(rank, world_size, port, path)`` runs in every rank (as ``ddp.minimal_train`` in notebook 06):
+The task: train ``make_model()`` on ``make_data()`` in ``world_size`` processes with DDP, so that
+the result is the same as one process training on batches ``world_size`` times as large.
 
-   - join the group: ``dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}",
-     rank=rank, world_size=world_size, timeout=timedelta(seconds=60))``;
-   - wrap ``make_model()`` in ``DistributedDataParallel``; ``torch.optim.SGD(..., lr=LR)``;
-   - read ``make_data()`` through a ``DataLoader`` with ``batch_size=BATCH_SIZE`` and a
-     ``DistributedSampler(data, world_size, rank, seed=SEED)``; call ``set_epoch(epoch)`` at the
-     start of each of the ``EPOCHS`` epochs;
-   - the loop: ``zero_grad()``, ``torch.nn.functional.mse_loss(model(x), y).backward()``, ``step()``;
-   - rank 0 saves the trained weights, ``model.module.state_dict()``, to ``path`` (``torch.save``);
-   - ``dist.destroy_process_group()`` in a ``finally``.
+1. ``train(rank, world_size, port, path)`` runs in every rank:
 
-2. ``launch(world_size, path)`` picks a free port on 127.0.0.1 and starts ``world_size`` ranks with
-   ``mp.spawn(train, args=(...), nprocs=world_size)``.
+   - it joins a gloo process group of ``world_size`` ranks that meet on 127.0.0.1:``port``, and
+     gives up after a minute rather than wait for ever;
+   - it trains for ``EPOCHS`` epochs, plain SGD with learning rate ``LR`` on the mean squared
+     error, each rank reading its own share of the data in batches of ``BATCH_SIZE``, reshuffled
+     every epoch in the same order on every rank (torch's own sampler for this, seeded with
+     ``SEED``);
+   - rank 0 saves the trained weights to ``path`` so that a plain ``make_model()`` can load them;
+   - it leaves the process group however training ends.
 
-The checker calls ``launch(2, path)`` in a child process and compares the saved weights with one
-process trained on batches of ``2 * BATCH_SIZE`` (notebook 06 §3: they must agree). Check with::
+2. ``launch(world_size, path)`` finds a free port on 127.0.0.1 and runs ``train`` in
+   ``world_size`` processes with ``mp.spawn``.
+
+What the checker compares: it calls ``launch(2, path)`` in a child process (with a deadline), loads
+the weights rank 0 saved, and compares them with one process that trains ``make_model()`` with the
+same ``EPOCHS``, ``LR`` and loss on batches of ``2 * BATCH_SIZE``, in the order
+``DistributedSampler(make_data(), 1, 0, seed=SEED)`` gives epoch after epoch (notebook 06, "What
+DDP does"). They must agree to 1e-5. Check with::
 
     from helpers.checkers import check_ex06; check_ex06()
 """

@@ -1,10 +1,10 @@
 """Exercise 07 (DataLoader workers): shard an IterableDataset between workers.
 
 Complete ``ShardedRange``, an ``IterableDataset`` that yields the integers ``start ... end - 1``.
-With ``DataLoader(ShardedRange(0, n), num_workers=k, batch_size=None)`` every integer must come out
-exactly once, for any ``k`` (0 included) and any ``n``. Each worker is a separate process with its
-own copy of the dataset: use ``torch.utils.data.get_worker_info()`` (``None`` in the main process)
-to decide which part each worker yields.
+With ``DataLoader(ShardedRange(start, end), num_workers=k, batch_size=None)`` every integer must
+come out exactly once, for any ``k`` (0 included) and any ``start`` and ``end``. Each worker is a
+separate process with its own copy of the dataset: use ``torch.utils.data.get_worker_info()``
+(``None`` in the main process) to decide which part each worker yields.
 
 Check with::
 

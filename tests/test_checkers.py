@@ -3,8 +3,11 @@ and reports the untouched starter files as "not attempted" (without raising)."""
 
 from __future__ import annotations
 
+import ast
 import importlib
 import pkgutil
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -13,6 +16,7 @@ import exercises
 import solutions
 from helpers import checkers
 from helpers.checkers import CHECKERS, CheckResult
+from helpers.checkers.core import SAY_WHEN_LONGER
 from helpers.environment import environment_report
 
 EXERCISE_MODULES = sorted(m.name for m in pkgutil.iter_modules(exercises.__path__))
@@ -44,6 +48,7 @@ WRONG_ANSWERS = [
     ("ex07", "ex07_no_sharding", "came out 2 times"),
     ("ex07", "ex07_drops_remainder", "never came out"),
     ("ex07", "ex07_ignores_main_process", "get_worker_info() returns None"),
+    ("ex07", "ex07_ignores_start", "must begin at self.start"),
     ("ex08", "ex08_first_frame", "That frame is in Python's own code"),
     ("ex08", "ex08_last_frame", "the most recent call first"),
     ("ex09", "ex09_local_rank_as_rank", "LOCAL_RANK starts again from 0 on every node"),
@@ -92,19 +97,31 @@ def _slow_where_needed(names: list[str]) -> list:
     return [pytest.param(n, marks=SLOW) if n.startswith("ex06") else n for n in names]
 
 
+def _announced(exercise: str) -> bool:
+    """Whether ``exercise``'s check takes long enough to say so when it starts (its module's SECONDS)."""
+    return sys.modules[CHECKERS[exercise].__module__].SECONDS >= SAY_WHEN_LONGER
+
+
 @pytest.mark.parametrize("name", _slow_where_needed(EXERCISE_MODULES))
-def test_checker_accepts_the_reference_solution(name):
+def test_checker_accepts_the_reference_solution(name, capsys):
     result = _check(name[:4], f"solutions.{name}")
     assert result.passed, str(result)
     assert result.feedback, "a pass says what was verified"
     assert PASS_PHRASE.get(name[:4], "") in result.feedback[-1], str(result)
+    graded = str(Path(solutions.__file__).parent / f"{name}.py")
+    assert result.path == graded and f"graded: {graded}" in str(result)
+    printed = capsys.readouterr().out.splitlines()
+    announcement = f"checking {graded} (takes about "
+    assert printed[0].startswith(announcement) == _announced(name[:4]), printed
 
 
 @pytest.mark.parametrize("name", EXERCISE_MODULES)
-def test_starter_file_is_not_attempted_and_does_not_raise(name):
+def test_starter_file_is_not_attempted_and_does_not_raise(name, capsys):
     result = _check(name[:4], f"exercises.{name}")
     assert (result.passed, result.attempted) == (False, False), str(result)
-    assert "not attempted yet" in str(result) and f"exercises/{name}.py" in str(result)
+    starter = str(Path(exercises.__file__).parent / f"{name}.py")
+    assert "not attempted yet" in str(result) and f"graded: {starter}" in str(result)
+    assert not capsys.readouterr().out.startswith("checking"), "nothing to run: no announcement"
 
 
 def _gnu_openmp() -> bool:
@@ -145,6 +162,7 @@ def test_a_file_that_does_not_import_gets_feedback_not_an_exception(tmp_path, mo
     monkeypatch.syspath_prepend(str(tmp_path))
     result = checkers.check_ex08("broken_ex08")
     assert not result.passed and "does not import: SyntaxError" in result.feedback[0]
+    assert result.path == str(tmp_path / "broken_ex08.py")  # found without importing it
 
 
 def test_missing_names_are_reported(tmp_path, monkeypatch):
@@ -155,8 +173,8 @@ def test_missing_names_are_reported(tmp_path, monkeypatch):
 
 
 def test_check_result_prints_as_a_report():
-    text = str(CheckResult("ex42", passed=True, feedback=["fine"]))
-    assert text == "ex42: passed\n  - fine"
+    text = str(CheckResult("ex42", passed=True, feedback=["fine"], path="/abs/ex42.py"))
+    assert text == "ex42: passed\n  graded: /abs/ex42.py\n  - fine"
 
 
 def test_regression_batch_uses_the_global_rng():
@@ -209,10 +227,52 @@ def start_grandchild_and_hang(pid_file: str) -> None:
 def test_a_hung_check_is_killed_at_its_deadline_with_the_processes_it_started(tmp_path):
     import psutil
 
-    from helpers.checkers.core import _in_child
+    from helpers.checkers.core import run_in_child
 
     pid_file = tmp_path / "grandchild.pid"
-    outcome = _in_child(__name__, "start_grandchild_and_hang", (str(pid_file),), timeout=8.0)
+    outcome = run_in_child(__name__, "start_grandchild_and_hang", (str(pid_file),), timeout=8.0)
     assert outcome.status == "timeout"
     grandchild = int(pid_file.read_text())
     assert not psutil.pid_exists(grandchild) or psutil.Process(grandchild).status() == psutil.STATUS_ZOMBIE
+
+
+def test_a_pass_of_ex10_says_what_was_checked_in_a_few_lines():
+    result = checkers.check_ex10("solutions.ex10_diagnose")
+    assert result.passed and len(result.feedback) <= 4, str(result)
+    from helpers.field_guide import ERROR_INDEX
+
+    tried = 2 * len(ERROR_INDEX) + 3  # each entry as written and with other numbers; 3 mp.spawn tracebacks
+    assert sum(int(line.split()[0]) for line in result.feedback) == tried, str(result)
+
+
+CHECKER_FILES = sorted(Path(checkers.__file__).parent.glob("*.py"))
+
+
+def _body_lines(function: ast.FunctionDef) -> int:
+    """Lines of a function's body, its docstring left out."""
+    body = function.body
+    if isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and len(body) > 1:
+        body = body[1:]
+    return function.end_lineno - body[0].lineno + 1
+
+
+def test_no_checker_function_is_over_50_lines():
+    long = [
+        f"{path.name}:{node.name} ({_body_lines(node)} lines)"
+        for path in CHECKER_FILES
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.FunctionDef) and _body_lines(node) > 50
+    ]
+    assert not long, long
+
+
+def test_the_exercise_modules_use_only_the_public_names_of_the_core():
+    private = [
+        f"{path.name}: {alias.name}"
+        for path in CHECKER_FILES
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ImportFrom) and node.module == "helpers.checkers.core"
+        for alias in node.names
+        if alias.name.startswith("_")
+    ]
+    assert not private, private

@@ -10,8 +10,10 @@ notebook that calls a checker still runs top to bottom. Nothing is left running 
 Pass another module name to check it instead (the reference solutions live in ``solutions``).
 
 The package is a small core (:mod:`helpers.checkers.core`: the result, the report, running the
-learner's code bounded in a child) and one module per exercise, named like its file in ``exercises/``
-(exercise 09's torchrun workers run the private ``helpers.checkers._ex09_worker``).
+learner's code bounded in a child, ``Incorrect`` and ``NotAttempted`` raised to end a check) and one
+module per exercise, named like its file in ``exercises/``, that declares its cases as a table and
+uses only the core's public names (exercise 09's torchrun workers run the private
+``helpers.checkers._ex09_worker``).
 
 Example::
 

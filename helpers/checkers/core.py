@@ -1,11 +1,25 @@
 """The core of the checkers: the result, the report, and running the learner's code bounded in a child.
 
-The names with a leading underscore are shared by the exercise modules of this package only.
+An exercise module declares its cases as data and writes one ``body(module, report)``:
+:func:`run_check` imports the learner's file, refuses untouched starters kindly, and runs the body;
+the body calls ``report.ok(...)`` for what it verified, ``report.fail(...)`` for a problem after
+which checking goes on, and raises :class:`Incorrect` for one that ends the check (or
+:class:`NotAttempted` where the learner's code still raises ``NotImplementedError``). The
+learner's functions run in a child of :func:`run_in_child`, killed at a deadline with everything
+they started; :func:`value_of` turns its :class:`Outcome` into the value or the feedback.
+
+>>> def body(module, report):
+...     if module.diagnose("OSError: [Errno 24] Too many open files") != "too_many_open_files":
+...         raise Incorrect("errno 24 is too_many_open_files")
+...     report.ok("errno 24 named")
+>>> print(run_check("ex99", "solutions.ex10_diagnose", ("diagnose",), body).status)
+passed
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
 import os
 import tempfile
@@ -16,17 +30,33 @@ from types import ModuleType
 
 from helpers.launch import FAST_METHOD, WorkerFailed, launch
 
-__all__ = ["CheckResult"]
+__all__ = [
+    "CheckResult",
+    "Report",
+    "Incorrect",
+    "NotAttempted",
+    "run_check",
+    "run_in_child",
+    "value_of",
+    "resolve",
+    "is_stub",
+    "first_line",
+    "error_line",
+    "raise_if_stub_error",
+]
 
 
 @dataclass
 class CheckResult:
     """The verdict of one checker: ``passed``, and ``feedback`` lines that say why.
 
-    It prints as a short report (and displays as one in a notebook).
+    It prints as a short report (and displays as one in a notebook) that names the file graded
+    (``path``, absolute: with two checkouts and one environment, the one imported may not be the
+    one you edited).
 
-    >>> print(CheckResult("ex99", passed=False, feedback=["say what to fix"]))
+    >>> print(CheckResult("ex99", passed=False, feedback=["say what to fix"], path="/work/ex99.py"))
     ex99: not right yet
+      graded: /work/ex99.py
       - say what to fix
     """
 
@@ -34,6 +64,7 @@ class CheckResult:
     passed: bool
     feedback: list[str] = field(default_factory=list)
     attempted: bool = True
+    path: str = ""
 
     @property
     def status(self) -> str:
@@ -47,125 +78,219 @@ class CheckResult:
         return "not right yet" if self.attempted else "not attempted yet"
 
     def __str__(self) -> str:
-        return "\n".join([f"{self.exercise}: {self.status}"] + [f"  - {line}" for line in self.feedback])
+        graded = [f"  graded: {self.path}"] if self.path else []
+        feedback = [f"  - {line}" for line in self.feedback]
+        return "\n".join([f"{self.exercise}: {self.status}", *graded, *feedback])
 
     def _repr_pretty_(self, printer, cycle: bool) -> None:  # IPython display
         printer.text(str(self))
 
 
-class _NotAttempted(Exception):
-    """Raised inside a check when the learner's code still raises NotImplementedError."""
+class NotAttempted(Exception):
+    """Raised inside a check when the learner's code still raises NotImplementedError.
+
+    >>> def body(module, report):
+    ...     raise_if_stub_error("NotImplementedError: exercise 99: write sqrt")
+    >>> run_check("ex99", "solutions.ex10_diagnose", (), body).status
+    'not attempted yet'
+    """
 
 
-class _Report:
-    """Collects what passed and what failed while a check runs."""
+class Incorrect(Exception):
+    """Raised inside a check with the feedback line that ends it: "not right yet", and why.
+
+    >>> def body(module, report):
+    ...     raise Incorrect("return the total as an int")
+    >>> run_check("ex99", "solutions.ex10_diagnose", (), body).feedback
+    ['return the total as an int']
+    """
+
+
+class Report:
+    """Collects what a running check verified (``ok``) and the problems it found (``fail``)."""
 
     def __init__(self) -> None:
         self.passed: list[str] = []
         self.problems: list[str] = []
 
     def ok(self, message: str) -> None:
+        """Record what was verified (a pass lists these).
+
+        >>> report = Report()
+        >>> report.ok("3 ranks ran at the same time"); report.passed
+        ['3 ranks ran at the same time']
+        """
         self.passed.append(message)
 
     def fail(self, message: str) -> None:
+        """Record a problem and go on checking (raise :class:`Incorrect` to stop instead); once each.
+
+        >>> report = Report()
+        >>> report.fail("lost updates"); report.fail("lost updates"); report.problems
+        ['lost updates']
+        """
         if message not in self.problems:
             self.problems.append(message)
 
 
-def _resolve(module: ModuleType, dotted: str) -> object:
+def resolve(module: ModuleType, dotted: str) -> object:
+    """The object ``dotted`` names in ``module`` (``"Class.method"`` too).
+
+    >>> import math
+    >>> resolve(math, "sqrt")(9.0)
+    3.0
+    """
     obj: object = module
     for part in dotted.split("."):
         obj = getattr(obj, part)
     return obj
 
 
-def _is_stub(obj: object) -> bool:
-    """True when ``obj``'s source still holds the starter's ``raise NotImplementedError``."""
+def is_stub(obj: object) -> bool:
+    """True when ``obj``'s source still holds the starter's ``raise NotImplementedError``.
+
+    >>> import json
+    >>> is_stub(json.dumps)
+    False
+    """
     try:
         return "raise NotImplementedError" in inspect.getsource(obj)
     except (OSError, TypeError):
         return False
 
 
+SAY_WHEN_LONGER = 5.0
+"""A check expected to take this many seconds or more prints one line when it starts."""
+
+
 def _path_of(module_name: str) -> str:
-    return module_name.replace(".", "/") + ".py"
+    """The absolute path of the file ``module_name`` imports from (without importing it)."""
+    try:
+        spec = importlib.util.find_spec(module_name)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or not spec.origin:
+        return os.path.abspath(module_name.replace(".", "/") + ".py")
+    return os.path.abspath(spec.origin)
 
 
-def _checked(exercise: str, module_name: str, names: tuple[str, ...], body: Callable) -> CheckResult:
-    """Import (reload) ``module_name``, refuse stubs kindly, run ``body(module, report)``; never raise."""
-    not_attempted = CheckResult(
-        exercise,
-        passed=False,
-        attempted=False,
-        feedback=[
-            f"not attempted yet: edit {_path_of(module_name)}, replace `raise NotImplementedError` "
-            "with your code, save, and run the check again"
-        ],
-    )
+def _import_problem(module_name: str, names: tuple[str, ...]) -> tuple[ModuleType | None, str | None]:
+    """(the reloaded module, None); (None, what is wrong); or (None, None) for an untouched starter."""
     try:
         module = importlib.reload(importlib.import_module(module_name))
     except Exception as exc:  # a syntax error, a bad import, ... in the learner's file
-        return CheckResult(exercise, False, [f"{module_name} does not import: {type(exc).__name__}: {exc}"])
-    report = _Report()
+        return None, f"{module_name} does not import: {type(exc).__name__}: {exc}"
     for name in names:
         try:
-            obj = _resolve(module, name)
+            obj = resolve(module, name)
         except AttributeError:
-            return CheckResult(exercise, False, [f"{module_name} has no {name}: keep the starter's names"])
-        if _is_stub(obj):
-            return not_attempted
+            return None, f"{module_name} has no {name}: keep the starter's names"
+        if is_stub(obj):
+            return None, None
+    return module, None
+
+
+def run_check(
+    exercise: str, module_name: str, names: tuple[str, ...], body: Callable, seconds: float = 0.0
+) -> CheckResult:
+    """Import (reload) ``module_name``, refuse stubs kindly, run ``body(module, report)``; never raise.
+
+    ``names`` are what the starter asks for (an untouched one means "not attempted yet"). A check
+    that takes about ``seconds``, at least :data:`SAY_WHEN_LONGER`, says so before it runs.
+
+    >>> def body(module, report):
+    ...     report.ok(f"a bus error is {module.diagnose('Bus error')!r}")
+    >>> print(run_check("ex99", "solutions.ex10_diagnose", ("diagnose",), body))  # doctest: +ELLIPSIS
+    ex99: passed
+      graded: .../solutions/ex10_diagnose.py
+      - a bus error is 'shm_full'
+    """
+    path = _path_of(module_name)
+    module, problem = _import_problem(module_name, names)
+    if problem:
+        return CheckResult(exercise, False, [problem], path=path)
+    report = Report()
     try:
+        if module is None:
+            raise NotAttempted
+        if seconds >= SAY_WHEN_LONGER:
+            print(f"checking {path} (takes about {seconds:.0f} s) ...", flush=True)
         body(module, report)
-    except _NotAttempted:
-        return not_attempted
+    except NotAttempted:
+        feedback = f"not attempted yet: edit {path}, replace `raise NotImplementedError` with your code, "
+        return CheckResult(exercise, False, [feedback + "save, and run the check again"], False, path)
+    except Incorrect as exc:
+        report.fail(str(exc))
     except Exception as exc:
-        report.fail(f"the check stopped on an error: {type(exc).__name__}: {_first_line(str(exc))}")
+        report.fail(f"the check stopped on an error: {type(exc).__name__}: {first_line(str(exc))}")
     if report.problems:
-        return CheckResult(exercise, False, report.problems)
-    return CheckResult(exercise, True, report.passed)
+        return CheckResult(exercise, False, report.problems, path=path)
+    return CheckResult(exercise, True, report.passed, path=path)
 
 
-def _first_line(text: str) -> str:
+def first_line(text: str) -> str:
+    r"""The first non-empty line of ``text``.
+
+    >>> first_line("\n  boom\n  where")
+    'boom'
+    """
     lines = [line for line in text.strip().splitlines() if line.strip()]
     return lines[0] if lines else ""
 
 
-def _error_line(text: str) -> str:
-    """The ``Type: message`` line of a traceback (its last non-empty line)."""
+def error_line(text: str) -> str:
+    r"""The ``Type: message`` line of a traceback (its last non-empty line).
+
+    >>> error_line("Traceback (most recent call last):\n  ...\nValueError: bad lr\n")
+    'ValueError: bad lr'
+    """
     lines = [line for line in text.strip().splitlines() if line.strip()]
     return lines[-1] if lines else text
 
 
-def _raise_if_stub_error(text: str) -> None:
+def raise_if_stub_error(text: str) -> None:
+    """Raise :class:`NotAttempted` when an error text is the starter's ``NotImplementedError``.
+
+    >>> raise_if_stub_error("ValueError: bad lr")  # any other error: nothing happens
+    >>> raise_if_stub_error("NotImplementedError: exercise 02: write safe_add")
+    Traceback (most recent call last):
+    helpers.checkers.core.NotAttempted
+    """
     if "NotImplementedError" in text:
-        raise _NotAttempted
+        raise NotAttempted
 
 
 # --- running learner code in a bounded child ------------------------------------------------------
 
 
 @dataclass
-class _Outcome:
-    status: str  # "ok" | "raised" | "timeout" | "died"
+class Outcome:
+    """How a call in a child ended: ``status`` "ok", "raised", "timeout" or "died"; its value or error."""
+
+    status: str
     value: object = None
     error: str = ""
     seconds: float = 0.0
 
 
 def _call(rank: int, module_name: str, func_name: str, args: tuple, tmpdir: str) -> object:
-    """Child side of :func:`_in_child` (``launch`` passes a rank first): the function, found by name,
-    with ``tmpdir`` as the temporary directory of this process and of those it starts."""
+    """Child side of :func:`run_in_child` (``launch`` passes a rank first): the function, found by
+    name, with ``tmpdir`` as the temporary directory of this process and of those it starts."""
     os.environ["TMPDIR"] = tempfile.tempdir = tmpdir
-    return _resolve(importlib.import_module(module_name), func_name)(*args)
+    return resolve(importlib.import_module(module_name), func_name)(*args)
 
 
-def _in_child(
+def run_in_child(
     module_name: str, func_name: str, args: tuple = (), *, method: str = FAST_METHOD, timeout: float = 20.0
-) -> _Outcome:
+) -> Outcome:
     """Run ``module_name.func_name(*args)`` in one child of :func:`helpers.launch.launch`: bounded, and
     past ``timeout`` killed with everything it started. Its processes use a temporary directory of
     the checker's, removed afterwards: one killed at the deadline leaves multiprocessing's folder
-    (``pymp-*``) there, not in the learner's."""
+    (``pymp-*``) there, not in the learner's.
+
+    >>> run_in_child("math", "sqrt", (16.0,), timeout=60).value
+    4.0
+    """
     with tempfile.TemporaryDirectory(prefix="check-", ignore_cleanup_errors=True) as tmpdir:
         start = time.monotonic()
         try:
@@ -174,19 +299,22 @@ def _in_child(
             )
         except WorkerFailed as failed:  # no rank: the deadline passed; an exit code: it died
             status = "timeout" if failed.rank is None else "raised" if failed.exitcode is None else "died"
-            return _Outcome(status, error=str(failed), seconds=time.monotonic() - start)
-        return _Outcome("ok", value=value, seconds=time.monotonic() - start)
+            return Outcome(status, error=str(failed), seconds=time.monotonic() - start)
+        return Outcome("ok", value=value, seconds=time.monotonic() - start)
 
 
-def _returned(outcome: _Outcome, report: _Report, call: str, on_timeout: str) -> bool:
-    """Whether ``call`` returned in its child; if not, say why in ``report``: ``on_timeout`` when it
-    ran out of time (the likely cause, in the exercise's words), else its error line. A stub still
-    raising ``NotImplementedError`` ends the check as "not attempted yet"."""
+def value_of(outcome: Outcome, call: str, on_timeout: str) -> object:
+    """What ``call`` returned in its child; else raise :class:`Incorrect` saying why: ``on_timeout``
+    when it ran out of time (the likely cause, in the exercise's words), else its error line. A stub
+    still raising ``NotImplementedError`` raises :class:`NotAttempted`.
+
+    >>> value_of(Outcome("timeout"), "consume(3, 4)", "did you join before draining?")
+    Traceback (most recent call last):
+    helpers.checkers.core.Incorrect: did you join before draining?
+    """
     if outcome.status == "ok":
-        return True
+        return outcome.value
     if outcome.status == "timeout":
-        report.fail(on_timeout)
-    else:
-        _raise_if_stub_error(outcome.error)
-        report.fail(f"{call} failed: {_error_line(outcome.error) or outcome.status}")
-    return False
+        raise Incorrect(on_timeout)
+    raise_if_stub_error(outcome.error)
+    raise Incorrect(f"{call} failed: {error_line(outcome.error) or outcome.status}")

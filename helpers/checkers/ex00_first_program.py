@@ -7,25 +7,19 @@ import multiprocessing
 import os
 from types import ModuleType
 
-from helpers.checkers.core import (
-    CheckResult,
-    _checked,
-    _error_line,
-    _in_child,
-    _raise_if_stub_error,
-    _Report,
-    _resolve,
-    _returned,
-)
+from helpers.checkers.core import CheckResult, Incorrect, Report, resolve, run_check, run_in_child, value_of
 
 __all__ = ["check_ex00"]
+
+SECONDS = 25
+"""About how long a passing check takes, in seconds, on an idle 2-core machine (from 5 s it says so)."""
 
 
 def _fill_in_child(module_name: str, nprocs: int, method: str) -> dict:
     """Child side of check_ex00: call the learner's ``fill_table``; report the table and this pid."""
     import torch
 
-    table = _resolve(importlib.import_module(module_name), "fill_table")(nprocs, method)
+    table = resolve(importlib.import_module(module_name), "fill_table")(nprocs, method)
     if not isinstance(table, torch.Tensor):
         return {"caller": os.getpid(), "type": type(table).__name__}
     return {"caller": os.getpid(), "shape": list(table.shape), "rows": table.tolist()}
@@ -36,7 +30,7 @@ def _row_in_child(module_name: str) -> list:
     import torch
 
     table = torch.zeros(3, 2, dtype=torch.int64)
-    _resolve(importlib.import_module(module_name), "fill_row")(table, 2)
+    resolve(importlib.import_module(module_name), "fill_row")(table, 2)
     return [table.tolist(), os.getpid()]
 
 
@@ -56,45 +50,39 @@ def check_ex00(
 
     Notebook 00, its closing programming exercise.
 
-    >>> check_ex00("solutions.ex00_first_program", methods=("fork",)).passed
+    >>> check_ex00("solutions.ex00_first_program", methods=("fork",)).passed  # doctest: +ELLIPSIS
+    checking .../solutions/ex00_first_program.py (takes about 25 s) ...
     True
     """
 
-    def body(mod: ModuleType, report: _Report) -> None:
-        row = _in_child(__name__, "_row_in_child", (module,), timeout=timeout)
-        if row.status != "ok":
-            _raise_if_stub_error(row.error)
-            report.fail(f"fill_row(table, 2) failed: {_error_line(row.error) or row.status}")
-            return
-        rows, pid = row.value
+    def body(mod: ModuleType, report: Report) -> None:
+        row = run_in_child(__name__, "_row_in_child", (module,), timeout=timeout)
+        rows, pid = value_of(row, "fill_row(table, 2)", "fill_row(table, 2) failed: timeout")
         if rows[2] != [4, pid] or rows[:2] != [[0, 0], [0, 0]]:
-            report.fail(
+            raise Incorrect(
                 f"fill_row(table, 2) left the table {rows}; expected row 2 to be [4, {pid}] (2 * 2 and "
                 "os.getpid()) and the other rows untouched. Write in place: table[rank, 0] = ..., "
                 "table[rank, 1] = ... (assigning to a name only rebinds it in this process)"
             )
-            return
         report.ok("fill_row writes rank * rank and its process id into its own row, in place")
 
         for method in [m for m in methods if m in multiprocessing.get_all_start_methods()]:
-            if not _check_table(module, method, report, timeout):
-                return
+            report.ok(_check_table(module, method, timeout))
 
-    return _checked("ex00", module, ("fill_row", "fill_table"), body)
+    return run_check("ex00", module, ("fill_row", "fill_table"), body, SECONDS)
 
 
-def _check_table(module: str, method: str, report: _Report, timeout: float, nprocs: int = 3) -> bool:
-    """Run ``fill_table(nprocs, method)`` in a child; report what its table shows; True when right."""
-    outcome = _in_child(__name__, "_fill_in_child", (module, nprocs, method), timeout=timeout)
+def _check_table(module: str, method: str, timeout: float, nprocs: int = 3) -> str:
+    """Run ``fill_table(nprocs, method)`` in a child; raise :class:`Incorrect` with what its table shows
+    wrong, else say what was verified."""
+    outcome = run_in_child(__name__, "_fill_in_child", (module, nprocs, method), timeout=timeout)
     call = f"fill_table(.., {method!r})"
-    hint = f"{call} did not return within {timeout:.0f} s: did you join without a timeout?"
-    if not _returned(outcome, report, call, hint):
-        return False
-    got = outcome.value
+    got = value_of(
+        outcome, call, f"{call} did not return within {timeout:.0f} s: did you join without a timeout?"
+    )
     if "rows" not in got or got["shape"] != [nprocs, 2]:
         what = got.get("type") or f"a tensor of shape {tuple(got['shape'])}"
-        report.fail(f"fill_table({nprocs}) returned {what}: return the ({nprocs}, 2) tensor itself")
-        return False
+        raise Incorrect(f"fill_table({nprocs}) returned {what}: return the ({nprocs}, 2) tensor itself")
     squares = [r[0] for r in got["rows"]]
     pids = [r[1] for r in got["rows"]]
     if all(v == 0 for v in squares + pids):
@@ -104,30 +92,25 @@ def _check_table(module: str, method: str, report: _Report, timeout: float, npro
             if method == "fork"
             else ""
         )
-        report.fail(
+        raise Incorrect(
             f"with {method!r} the parent's table is still all zeros: each child wrote into a copy of its "
             "own. Call share_memory_() on the tensor before you start the processes, and join them "
             f"before you return it{hint}"
         )
-        return False
     if squares != [r * r for r in range(nprocs)]:
-        report.fail(
+        raise Incorrect(
             f"with {method!r} the first column is {squares}; expected {[r * r for r in range(nprocs)]}"
         )
-        return False
     if got["caller"] in pids:
-        report.fail(
+        raise Incorrect(
             "the rows were written by the process that called fill_table: create "
             "ctx.Process(target=fill_row, args=(table, rank)) and start() it, do not call fill_row yourself"
         )
-        return False
     if len(set(pids)) != nprocs:
-        report.fail(
+        raise Incorrect(
             f"with {method!r} the rows were written by the processes {pids}: start one process per row"
         )
-        return False
-    report.ok(
+    return (
         f"{nprocs} {method} processes wrote into one shared tensor: squares {squares}, "
         f"{nprocs} different process ids, none the caller's"
     )
-    return True

@@ -11,16 +11,12 @@ import time
 from pathlib import Path
 from types import ModuleType
 
-from helpers.checkers.core import (
-    CheckResult,
-    _checked,
-    _in_child,
-    _Report,
-    _resolve,
-    _returned,
-)
+from helpers.checkers.core import CheckResult, Incorrect, Report, resolve, run_check, run_in_child, value_of
 
 __all__ = ["check_ex01"]
+
+SECONDS = 15
+"""About how long a passing check takes, in seconds, on an idle 2-core machine (from 5 s it says so)."""
 
 STUCK_AFTER = 3.0  # the join timeout run_workers gets in the case with a rank that never returns
 
@@ -63,7 +59,7 @@ def _stuck_on(rank: int, directory: str, caller: int, bad_rank: int) -> None:
 
 def _run_case(module_name: str, case: str, method: str, timeout: float, wait: float) -> dict:
     """Child side: call the learner's ``run_workers`` on one case; report codes, pids and seconds."""
-    run_workers = _resolve(importlib.import_module(module_name), "run_workers")
+    run_workers = resolve(importlib.import_module(module_name), "run_workers")
     caller = os.getpid()
     with tempfile.TemporaryDirectory(prefix="ex01-") as directory:
         cases = {
@@ -85,6 +81,76 @@ def _run_case(module_name: str, case: str, method: str, timeout: float, wait: fl
     return {"codes": codes, "pids": pids, "caller": caller, "seconds": seconds, "nprocs": nprocs}
 
 
+def _run(module: str, case: str, method: str, timeout: float, wait: float) -> dict:
+    """The learner's ``run_workers`` on one case, in a child of the checker with a deadline."""
+    outcome = run_in_child(__name__, "_run_case", (module, case, method, timeout, wait), timeout=timeout)
+    hint = (
+        f"run_workers did not return within {timeout:.0f} s: did you join without a timeout? "
+        "A process that never ends makes join() wait for ever; use join(timeout=timeout), then "
+        "terminate() what is still running"
+    )
+    result = value_of(outcome, "run_workers", hint)
+    if "ran_in_parent" in result:
+        raise Incorrect(
+            "the target ran in the process that called run_workers: create ctx.Process(target=target, "
+            "args=(rank, *args)) and start() it, do not call target yourself"
+        )
+    return result
+
+
+def _judge_meet(meet: dict, method: str, wait: float) -> str:
+    """3 ranks that must all run at the same time: started first, joined after."""
+    codes, pids = meet["codes"], meet["pids"]
+    if not isinstance(codes, list) or len(codes) != 3:
+        raise Incorrect(
+            f"run_workers(target, args, 3, ...) returned {codes!r}: return a list of the 3 exit codes"
+        )
+    if sorted(pids) != [0, 1, 2]:
+        raise Incorrect(
+            f"only ranks {sorted(pids)} of 0, 1, 2 ran: start one process per rank, args=(rank, *args)"
+        )
+    if len(set(pids.values())) != 3 or meet["caller"] in pids.values():
+        raise Incorrect(f"the ranks ran in processes {pids}: each rank needs a process of its own")
+    if codes != [0, 0, 0]:
+        late = [rank for rank, code in enumerate(codes) if code != 0]
+        raise Incorrect(
+            f"exit codes {codes}: ranks {late} waited {wait:.0f} s and never saw all 3 ranks running "
+            "at the same time. Start every process first, then join them (a join right after each "
+            "start runs them one after another)"
+        )
+    return f"3 ranks ran at the same time in 3 processes of their own ({method}), exit codes {codes}"
+
+
+def _judge_codes(exits: dict, method: str, wait: float) -> str:
+    """Ranks that return, ``sys.exit(1)`` and ``sys.exit(7)``: their exit codes in rank order."""
+    if exits["codes"] != [0, 1, 7]:
+        raise Incorrect(
+            f"ranks that return, sys.exit(1) and sys.exit(7) gave {exits['codes']}; expected [0, 1, 7]: "
+            "return p.exitcode for each process, in rank order, after joining it"
+        )
+    return "exit codes in rank order: [0, 1, 7] for return, sys.exit(1), sys.exit(7)"
+
+
+def _judge_stuck(stuck: dict, method: str, wait: float) -> str:
+    """A rank that never returns: terminated after the join timeout."""
+    code = stuck["codes"][1] if isinstance(stuck["codes"], list) and len(stuck["codes"]) == 2 else "?"
+    if code is None:
+        raise Incorrect(
+            "the stuck rank's exit code is None: it was still running when run_workers returned. "
+            "After join(timeout=...), terminate() a process whose exitcode is None, then join it again"
+        )
+    if not isinstance(code, int) or code >= 0:
+        raise Incorrect(f"the stuck rank's exit code is {code!r}; terminate() it, which gives -15 (SIGTERM)")
+    return (
+        f"a stuck rank is terminated after its join timeout (exit code {code}), "
+        f"run_workers returned in {stuck['seconds']:.1f} s"
+    )
+
+
+CASES = (("meet", _judge_meet), ("codes", _judge_codes), ("stuck", _judge_stuck))
+"""Each case :func:`_run_case` sets up, in order, and the function that judges its result."""
+
+
 def check_ex01(
     module: str = "exercises.ex01_start_methods",
     timeout: float = 90.0,
@@ -101,85 +167,13 @@ def check_ex01(
 
     Notebook 01, its closing programming exercise.
 
-    >>> check_ex01("solutions.ex01_start_methods").passed
+    >>> check_ex01("solutions.ex01_start_methods").passed  # doctest: +ELLIPSIS
+    checking .../solutions/ex01_start_methods.py (takes about 15 s) ...
     True
     """
 
-    def run(case: str) -> dict | None:
-        deadline = timeout
-        outcome = _in_child(__name__, "_run_case", (module, case, method, timeout, wait), timeout=deadline)
-        hint = (
-            f"run_workers did not return within {deadline:.0f} s: did you join without a timeout? "
-            "A process that never ends makes join() wait for ever; use join(timeout=timeout), then "
-            "terminate() what is still running"
-        )
-        if not _returned(outcome, report, "run_workers", hint):
-            return None
-        if "ran_in_parent" in outcome.value:
-            report.fail(
-                "the target ran in the process that called run_workers: create ctx.Process(target=target, "
-                "args=(rank, *args)) and start() it, do not call target yourself"
-            )
-            return None
-        return outcome.value
+    def body(mod: ModuleType, report: Report) -> None:
+        for case, judge in CASES:
+            report.ok(judge(_run(module, case, method, timeout, wait), method, wait))
 
-    def body(mod: ModuleType, report_: _Report) -> None:
-        nonlocal report
-        report = report_
-        meet = run("meet")
-        if meet is None:
-            return
-        codes, pids = meet["codes"], meet["pids"]
-        if not isinstance(codes, list) or len(codes) != 3:
-            report.fail(
-                f"run_workers(target, args, 3, ...) returned {codes!r}: return a list of the 3 exit codes"
-            )
-            return
-        if sorted(pids) != [0, 1, 2]:
-            report.fail(
-                f"only ranks {sorted(pids)} of 0, 1, 2 ran: start one process per rank, args=(rank, *args)"
-            )
-            return
-        if len(set(pids.values())) != 3 or meet["caller"] in pids.values():
-            report.fail(f"the ranks ran in processes {pids}: each rank needs a process of its own")
-            return
-        if codes != [0, 0, 0]:
-            late = [rank for rank, code in enumerate(codes) if code != 0]
-            report.fail(
-                f"exit codes {codes}: ranks {late} waited {wait:.0f} s and never saw all 3 ranks running "
-                "at the same time. Start every process first, then join them (a join right after each "
-                "start runs them one after another)"
-            )
-            return
-        report.ok(f"3 ranks ran at the same time in 3 processes of their own ({method}), exit codes {codes}")
-
-        exits = run("codes")
-        if exits is None:
-            return
-        if exits["codes"] != [0, 1, 7]:
-            report.fail(
-                f"ranks that return, sys.exit(1) and sys.exit(7) gave {exits['codes']}; expected [0, 1, 7]: "
-                "return p.exitcode for each process, in rank order, after joining it"
-            )
-            return
-        report.ok("exit codes in rank order: [0, 1, 7] for return, sys.exit(1), sys.exit(7)")
-
-        stuck = run("stuck")
-        if stuck is None:
-            return
-        code = stuck["codes"][1] if isinstance(stuck["codes"], list) and len(stuck["codes"]) == 2 else "?"
-        if code is None:
-            report.fail(
-                "the stuck rank's exit code is None: it was still running when run_workers returned. "
-                "After join(timeout=...), terminate() a process whose exitcode is None, then join it again"
-            )
-        elif not isinstance(code, int) or code >= 0:
-            report.fail(f"the stuck rank's exit code is {code!r}; terminate() it, which gives -15 (SIGTERM)")
-        else:
-            report.ok(
-                f"a stuck rank is terminated after its join timeout (exit code {code}), "
-                f"run_workers returned in {stuck['seconds']:.1f} s"
-            )
-
-    report: _Report
-    return _checked("ex01", module, ("run_workers",), body)
+    return run_check("ex01", module, ("run_workers",), body, SECONDS)

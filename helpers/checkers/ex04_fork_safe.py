@@ -10,22 +10,26 @@ from types import ModuleType
 
 from helpers.checkers.core import (
     CheckResult,
-    _checked,
-    _in_child,
-    _is_stub,
-    _Report,
-    _resolve,
-    _returned,
+    Incorrect,
+    Report,
+    is_stub,
+    resolve,
+    run_check,
+    run_in_child,
+    value_of,
 )
 
 __all__ = ["check_ex04"]
+
+SECONDS = 10
+"""About how long a passing check takes, in seconds, on an idle 2-core machine (from 5 s it says so)."""
 
 
 def _call_and_count_threads(module_name: str, func_name: str, args: tuple) -> tuple[object, int]:
     """Child side of check_ex04: the worker's value and the torch thread count it left behind."""
     import torch
 
-    value = _resolve(importlib.import_module(module_name), func_name)(*args)
+    value = resolve(importlib.import_module(module_name), func_name)(*args)
     return value, torch.get_num_threads()
 
 
@@ -67,58 +71,52 @@ def _run_recorded(module_name: str, n_workers: int) -> dict:
     return {"events": events, "results": results}
 
 
-def _check_parent(module: str, report: _Report, timeout: float, n_workers: int = 2) -> None:
+def _check_parent(module: str, report: Report, timeout: float, n_workers: int = 2) -> None:
     """Part 2: run ``run_workers`` under the spies; judge the order of calls and the results."""
-    outcome = _in_child(__name__, "_run_recorded", (module, n_workers), timeout=timeout)
+    outcome = run_in_child(__name__, "_run_recorded", (module, n_workers), timeout=timeout)
     hint = (
         f"run_workers({n_workers}) did not return within {timeout:.0f} s: read the results (get with a "
         "timeout) before you join the workers, and join with a timeout"
     )
-    if not _returned(outcome, report, f"run_workers({n_workers})", hint):
-        return
-    events, results = outcome.value["events"], outcome.value["results"]
+    recorded = value_of(outcome, f"run_workers({n_workers})", hint)
+    events, results = recorded["events"], recorded["results"]
     starts = [i for i, e in enumerate(events) if e.startswith("start:")]
     if len(starts) != n_workers:
-        report.fail(f"run_workers({n_workers}) started {len(starts)} processes; start one per worker")
-        return
+        raise Incorrect(f"run_workers({n_workers}) started {len(starts)} processes; start one per worker")
     early = [e for e in events[: starts[-1]] if e.startswith("torch.cuda.")]
     if early:
-        report.fail(
+        raise Incorrect(
             f"the parent called {early[0]} before starting its workers (in run_workers or at the top of the "
             "file): on a machine with a GPU, that first query already makes every later fork child unable "
             "to use CUDA (torch's bad-fork flag). Ask "
             "torch.cuda.is_available() in the worker, never in the parent"
         )
-        return
     methods = sorted({e.split(":", 1)[1] for e in events if e.startswith("start:")})
     if "fork" in methods:
-        report.fail(
+        raise Incorrect(
             "your workers were started with fork: a fork child cannot use CUDA once its parent has "
             "touched it. Use mp.get_context('spawn') (or 'forkserver') for workers that may use a GPU"
         )
-        return
     expected_ranks = list(range(n_workers))
     if (
         not isinstance(results, list)
         or [r[0] for r in results if isinstance(r, tuple | list) and len(r) == 3] != expected_ranks
     ):
-        report.fail(
+        raise Incorrect(
             f"run_workers({n_workers}) returned {results!r}: return the {n_workers} (rank, device, value) "
             "tuples the workers put on the Queue, sorted by rank"
         )
-        return
     if any(float(value) != 1000.0 or not str(dev).startswith(("cpu", "cuda")) for _, dev, value in results):
-        report.fail(
+        raise Incorrect(
             f"the workers sent {results!r}: each puts (rank, str(device), torch.ones(1000).sum().item())"
         )
-        return
     report.ok(
         f"the parent made no torch.cuda call before it started {n_workers} {methods[0]} workers; each chose "
         f"its own device ({', '.join(str(r[1]) for r in results)}) and sent its result"
     )
 
 
-def _check_fork_safe(module: str, report: _Report, timeout: float, size: int) -> bool:
+def _check_fork_safe(module: str, report: Report, timeout: float, size: int) -> bool:
     """Part 1: ``fork_safe_sum`` in a fork child of a parent that used its thread pool; True when right."""
     import torch
 
@@ -129,7 +127,7 @@ def _check_fork_safe(module: str, report: _Report, timeout: float, size: int) ->
     torch.set_num_threads(max(2, threads))
     try:
         torch.randn(size, dtype=torch.float64).float()  # the parent has now used its OpenMP pool
-        outcome = _in_child(
+        outcome = run_in_child(
             __name__,
             "_call_and_count_threads",
             (module, "fork_safe_sum", (size,)),
@@ -143,18 +141,14 @@ def _check_fork_safe(module: str, report: _Report, timeout: float, size: int) ->
         "run a multi-threaded op, and GNU OpenMP's thread pool does not survive fork. Call "
         "torch.set_num_threads(1) at the start of the worker, before its first torch op."
     )
-    if not _returned(outcome, report, "the worker", hint):
-        return False
-    value, child_threads = outcome.value
+    value, child_threads = value_of(outcome, "the worker", hint)
     if not isinstance(value, float) or not math.isfinite(value):
-        report.fail(f"fork_safe_sum returned {value!r}: return a finite Python float (float(...sum()))")
-        return False
+        raise Incorrect(f"fork_safe_sum returned {value!r}: return a finite Python float (float(...sum()))")
     if child_threads != 1:
-        report.fail(
+        raise Incorrect(
             f"it finished here, but the child still used {child_threads} threads: with GNU OpenMP it "
             "hangs. Call torch.set_num_threads(1) before the first torch op."
         )
-        return False
     report.ok(f"the fork child set 1 thread and finished in {outcome.seconds:.2f} s")
     return True
 
@@ -176,18 +170,21 @@ def check_ex04(
 
     Notebook 04, its closing programming exercise.
 
-    >>> check_ex04("solutions.ex04_fork_safe").passed
+    >>> check_ex04("solutions.ex04_fork_safe").passed  # doctest: +ELLIPSIS
+    checking .../solutions/ex04_fork_safe.py (takes about 10 s) ...
     True
     """
 
-    def body(mod: ModuleType, report: _Report) -> None:
+    def body(mod: ModuleType, report: Report) -> None:
         if _check_fork_safe(module, report, timeout, size):
             run_workers = getattr(mod, "run_workers", None)
-            if run_workers is None or _is_stub(run_workers):
-                report.fail("part 1 passed; part 2 is not attempted yet: write run_workers (and its worker)")
+            if run_workers is None or is_stub(run_workers):
+                raise Incorrect(
+                    "part 1 passed; part 2 is not attempted yet: write run_workers (and its worker)"
+                )
             else:
                 _check_parent(
                     module, report, max(timeout, 60.0) if parent_timeout is None else parent_timeout
                 )
 
-    return _checked("ex04", module, ("fork_safe_sum",), body)
+    return run_check("ex04", module, ("fork_safe_sum",), body, SECONDS)

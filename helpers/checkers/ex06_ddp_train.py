@@ -6,17 +6,13 @@ import os
 import tempfile
 from types import ModuleType
 
-from helpers.checkers.core import (
-    CheckResult,
-    _checked,
-    _error_line,
-    _in_child,
-    _raise_if_stub_error,
-    _Report,
-)
+from helpers.checkers.core import CheckResult, Incorrect, Report, run_check, run_in_child, value_of
 from helpers.launch import FAST_METHOD
 
 __all__ = ["check_ex06"]
+
+SECONDS = 25
+"""About how long a passing check takes, in seconds, on an idle 2-core machine (from 5 s it says so)."""
 
 
 def _single_process(mod: ModuleType, batch_size: int, replicas: int = 1, set_epoch: bool = True,
@@ -43,6 +39,47 @@ def _difference(a: dict, b: dict) -> float:
     return max((a[k] - b[k]).abs().max().item() for k in a)
 
 
+WORLD = 2
+"""The checker runs ``launch(WORLD, path)``."""
+
+MISTAKES = (
+    (WORLD, {"set_epoch": False}, "every epoch read the same order: call sampler.set_epoch(epoch) at the "
+     "start of each epoch"),
+    (1, {"replicas": WORLD}, "rank 0 trained alone on its share: wrap the model in DistributedDataParallel, "
+     "which averages the gradients of all ranks in backward()"),
+    (1, {"shuffle": False}, "every rank read the whole dataset: give the DataLoader a DistributedSampler("
+     "data, world_size, rank, seed=SEED) so that each rank reads its own share"),
+)  # fmt: skip
+"""(batches of BATCH_SIZE times, how the single process trained, the mistake): weights that equal
+such a run's name the mistake that produced them."""
+
+
+def _trained_state(module: str, timeout: float) -> dict:
+    """``launch(WORLD, path)`` in a child with a deadline; the ``state_dict`` rank 0 saved to ``path``."""
+    import torch
+
+    with tempfile.TemporaryDirectory(prefix="tmp-ex06-") as folder:
+        path = os.path.join(folder, "model.pt")
+        outcome = run_in_child(module, "launch", (WORLD, path), method=FAST_METHOD, timeout=timeout)
+        if outcome.status in ("timeout", "died"):
+            raise Incorrect(
+                f"launch({WORLD}, path) did not finish within {timeout:.0f} s ({outcome.status}): does every "
+                "rank join with the same port and world_size, and does init_process_group have a timeout?"
+            )
+        value_of(outcome, f"launch({WORLD}, path)", "")
+        if not os.path.exists(path):
+            raise Incorrect(
+                "nothing was saved to path: on rank 0, torch.save(model.module.state_dict(), path)"
+            )
+        state = torch.load(path, weights_only=True)
+    if any(key.startswith("module.") for key in state):
+        raise Incorrect(
+            "the saved keys start with 'module.': save model.module.state_dict(), the model inside DDP, "
+            "so that a plain model can load it"
+        )
+    return state
+
+
 def check_ex06(module: str = "exercises.ex06_ddp_train", timeout: float = 180.0) -> CheckResult:
     """Check exercise 06: ``launch(2, path)`` trains in 2 real ranks and rank 0's weights equal one
     process trained with batches twice as large.
@@ -53,58 +90,21 @@ def check_ex06(module: str = "exercises.ex06_ddp_train", timeout: float = 180.0)
     True
     """
 
-    def body(mod: ModuleType, report: _Report) -> None:
-        import torch
-
-        world, batch = 2, mod.BATCH_SIZE
-        with tempfile.TemporaryDirectory(prefix="tmp-ex06-") as folder:
-            path = os.path.join(folder, "model.pt")
-            outcome = _in_child(module, "launch", (world, path), method=FAST_METHOD, timeout=timeout)
-            if outcome.status == "raised":
-                _raise_if_stub_error(outcome.error)
-                report.fail(f"launch(2, path) failed: {_error_line(outcome.error)}")
-                return
-            if outcome.status != "ok":
-                report.fail(
-                    f"launch(2, path) did not finish within {timeout:.0f} s ({outcome.status}): does every "
-                    "rank join with the same port and world_size, and does init_process_group have a timeout?"
-                )
-                return
-            if not os.path.exists(path):
-                report.fail(
-                    "nothing was saved to path: on rank 0, torch.save(model.module.state_dict(), path)"
-                )
-                return
-            state = torch.load(path, weights_only=True)
-        if any(key.startswith("module.") for key in state):
-            report.fail(
-                "the saved keys start with 'module.': save model.module.state_dict(), the model inside DDP, "
-                "so that a plain model can load it"
-            )
-            return
-        report.ok("launch(2, path) ran 2 ranks and rank 0 saved the weights")
-        if _difference(state, _single_process(mod, world * batch)) < 1e-5:
-            report.ok(f"the weights equal one process trained with batch {world * batch}: DDP averaged the "
+    def body(mod: ModuleType, report: Report) -> None:
+        state = _trained_state(module, timeout)
+        report.ok(f"launch({WORLD}, path) ran {WORLD} ranks and rank 0 saved the weights")
+        right = WORLD * mod.BATCH_SIZE
+        if _difference(state, _single_process(mod, right)) < 1e-5:
+            report.ok(f"the weights equal one process trained with batch {right}: DDP averaged the "
                       "gradients of both ranks' shares, epoch after epoch")  # fmt: skip
-        elif _difference(state, _single_process(mod, world * batch, set_epoch=False)) < 1e-5:
-            report.fail(
-                "every epoch read the same order: call sampler.set_epoch(epoch) at the start of each epoch"
-            )
-        elif _difference(state, _single_process(mod, batch, replicas=world)) < 1e-5:
-            report.fail(
-                "rank 0 trained alone on its share: wrap the model in DistributedDataParallel, which "
-                "averages the gradients of all ranks in backward()"
-            )
-        elif _difference(state, _single_process(mod, batch, shuffle=False)) < 1e-5:
-            report.fail(
-                "every rank read the whole dataset: give the DataLoader a DistributedSampler(data, "
-                "world_size, rank, seed=SEED) so that each rank reads its own share"
-            )
-        else:
-            report.fail(
-                f"the weights differ from one process trained with batch {world * batch}: use "
-                "DistributedSampler(data, world_size, rank, seed=SEED), batch_size=BATCH_SIZE, "
-                "set_epoch(epoch), SGD with lr=LR, mse_loss, and wrap make_model() in DDP"
-            )
+            return
+        for batches, options, mistake in MISTAKES:
+            if _difference(state, _single_process(mod, batches * mod.BATCH_SIZE, **options)) < 1e-5:
+                raise Incorrect(mistake)
+        raise Incorrect(
+            f"the weights differ from one process trained with batch {right}: use "
+            "DistributedSampler(data, world_size, rank, seed=SEED), batch_size=BATCH_SIZE, "
+            "set_epoch(epoch), SGD with lr=LR, mse_loss, and wrap make_model() in DDP"
+        )
 
-    return _checked("ex06", module, ("train", "launch"), body)
+    return run_check("ex06", module, ("train", "launch"), body, SECONDS)

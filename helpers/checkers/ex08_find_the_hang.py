@@ -11,11 +11,14 @@ import time
 from pathlib import Path
 from types import ModuleType
 
-from helpers.checkers.core import CheckResult, _checked, _NotAttempted, _Report
+from helpers.checkers.core import CheckResult, Incorrect, NotAttempted, Report, run_check
 from helpers.debugging import DUMP_END, read_stack_dump
 from helpers.processes import kill_tree
 
 __all__ = ["check_ex08"]
+
+SECONDS = 3
+"""About how long a passing check takes, in seconds, on an idle 2-core machine (from 5 s it says so)."""
 
 # Each job registers a stack dump on SIGUSR1 (as notebook 08 section 1 does), creates the file
 # READY just before the line that blocks (marked "waits here"), and blocks for ever. The jobs use
@@ -165,10 +168,9 @@ def check_ex08(module: str = "exercises.ex08_find_the_hang", timeout: float = 30
     True
     """
 
-    def body(mod: ModuleType, report: _Report) -> None:
+    def body(mod: ModuleType, report: Report) -> None:
         if not hasattr(signal, "SIGUSR1"):
-            report.fail("this check needs POSIX (SIGUSR1, fork): run it on Linux or macOS")
-            return
+            raise Incorrect("this check needs POSIX (SIGUSR1, fork): run it on Linux or macOS")
         with tempfile.TemporaryDirectory(prefix="tmp-ex08-") as workdir:
             for what, job in _JOBS.items():
                 source = _job_source(job)
@@ -177,7 +179,7 @@ def check_ex08(module: str = "exercises.ex08_find_the_hang", timeout: float = 30
                 try:
                     answer = mod.where_it_waits(dump, script)
                 except NotImplementedError:
-                    raise _NotAttempted from None
+                    raise NotAttempted from None
                 except Exception as exc:
                     answer = f"<raised {type(exc).__name__}: {exc}>"
                 if isinstance(answer, tuple) and len(answer) == 2 and (answer[0], answer[1]) == expected:
@@ -187,7 +189,7 @@ def check_ex08(module: str = "exercises.ex08_find_the_hang", timeout: float = 30
                     f"{what}: you said {answer!r}, expected {expected!r}. {_hint(answer, dump, script)}"
                 )
 
-    return _checked("ex08", module, ("where_it_waits",), body)
+    return run_check("ex08", module, ("where_it_waits",), body, SECONDS)
 
 
 def _hint(answer: object, dump: str, script: str) -> str:

@@ -14,9 +14,12 @@ from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
-from helpers.checkers.core import CheckResult, _checked, _NotAttempted, _Report
+from helpers.checkers.core import CheckResult, Incorrect, NotAttempted, Report, run_check
 
 __all__ = ["check_ex09"]
+
+SECONDS = 20
+"""About how long a passing check takes, in seconds, on an idle 2-core machine (from 5 s it says so)."""
 
 # (nodes, workers per node, GPUs used): one node hides every mix-up; several nodes expose them.
 _CLUSTERS = ((1, 4, True), (2, 1, False), (2, 4, True), (4, 8, True))
@@ -67,7 +70,7 @@ _HINTS = {
 }
 
 
-def _made_up_clusters(node_roles: Callable[[dict], dict], report: _Report) -> bool:
+def _made_up_clusters(node_roles: Callable[[dict], dict], report: Report) -> bool:
     """Call ``node_roles`` for every worker of every cluster in :data:`_CLUSTERS`; True if all right."""
     for nodes, per_node, gpus in _CLUSTERS:
         envs = [
@@ -78,39 +81,35 @@ def _made_up_clusters(node_roles: Callable[[dict], dict], report: _Report) -> bo
         try:
             answers = [node_roles(dict(env)) for env in envs]
         except NotImplementedError:
-            raise _NotAttempted from None
+            raise NotAttempted from None
         except Exception as error:
-            report.fail(f"node_roles raised {type(error).__name__}: {error}")
-            return False
+            raise Incorrect(f"node_roles raised {type(error).__name__}: {error}") from None
         where = f"{nodes} node(s) x {per_node} worker(s){' with GPUs' if gpus else ''}"
         for env, answer in zip(envs, answers, strict=True):
             if not isinstance(answer, dict):
-                report.fail(f"node_roles returned {answer!r}: return a dict (see the docstring)")
-                return False
+                raise Incorrect(f"node_roles returned {answer!r}: return a dict (see the docstring)")
             expected = _expected_roles(env)
             for key, hint in _HINTS.items():
                 if answer.get(key) != expected[key]:
-                    report.fail(
+                    raise Incorrect(
                         f"{where}: worker RANK={env['RANK']} (node {env['GROUP_RANK']}, LOCAL_RANK="
                         f"{env['LOCAL_RANK']}) got {key}={answer.get(key)!r}, "
                         f"expected {expected[key]!r}: {hint}"
                     )
-                    return False
         writers = [
             env["RANK"] for env, answer in zip(envs, answers, strict=True) if answer.get("writes_checkpoint")
         ]
         if len(writers) != 1:
-            report.fail(
+            raise Incorrect(
                 f"{where}: {len(writers)} workers write the checkpoint (RANK {', '.join(writers) or '-'}); "
                 "exactly one of the whole job must (RANK 0); LOCAL_RANK == 0 is one writer per node, "
                 "all racing on the same file"
             )
-            return False
         report.ok(f"{where}: every worker's rank, world size, device and writer role are right")
     return True
 
 
-def _in_real_agents(module: str, timeout: float, report: _Report) -> None:
+def _in_real_agents(module: str, timeout: float, report: Report) -> None:
     """Run ``node_roles`` inside two torchrun agents (one worker each); compare with torchrun's values."""
     from helpers.ddp import free_port
     from helpers.multinode import agent_command, torchrun_agents
@@ -124,8 +123,9 @@ def _in_real_agents(module: str, timeout: float, report: _Report) -> None:
             with torchrun_agents([command, command], folder, timeout=timeout) as agents:
                 pass
         except TimeoutError:
-            report.fail(f"two torchrun agents running node_roles did not finish within {timeout:g} s")
-            return
+            raise Incorrect(
+                f"two torchrun agents running node_roles did not finish within {timeout:g} s"
+            ) from None
         if any(a.returncode != 0 for a in agents):
             errors = [
                 line
@@ -133,17 +133,14 @@ def _in_real_agents(module: str, timeout: float, report: _Report) -> None:
                 if "Error" in line
             ]
             last = errors[-1] if errors else "see the logs"
-            report.fail(f"node_roles failed inside torchrun's workers: {last}")
-            return
+            raise Incorrect(f"node_roles failed inside torchrun's workers: {last}")
         results = [json.loads(p.read_text()) for p in sorted(Path(folder).glob("worker*.json"))]
     if len(results) != 2:
-        report.fail(f"the two torchrun agents exited cleanly but {len(results)} of 2 workers reported")
-        return
+        raise Incorrect(f"the two torchrun agents exited cleanly but {len(results)} of 2 workers reported")
     for result in results:
         if result["answer"] != _expected_roles(result["env"]):
             rank = result["env"]["RANK"]
-            report.fail(f"in a real torchrun worker with RANK={rank}: got {result['answer']}")
-            return
+            raise Incorrect(f"in a real torchrun worker with RANK={rank}: got {result['answer']}")
     report.ok(f"in two real torchrun agents: the {len(results)} workers' answers match torchrun's variables")
 
 
@@ -153,14 +150,15 @@ def check_ex09(module: str = "exercises.ex09_node_roles", timeout: float = 120.0
     Notebook 09, its closing programming exercise. Made-up environments of clusters with several
     nodes first (one hint per typical mistake), then two real torchrun agents on this machine.
 
-    >>> check_ex09("tests.wrong_answers.ex09_writer_per_node").passed
+    >>> check_ex09("tests.wrong_answers.ex09_writer_per_node").passed  # doctest: +ELLIPSIS
+    checking .../tests/wrong_answers/ex09_writer_per_node.py (takes about 20 s) ...
     False
     >>> print(check_ex09().status)  # the untouched starter file
     not attempted yet
     """
 
-    def body(mod: ModuleType, report: _Report) -> None:
+    def body(mod: ModuleType, report: Report) -> None:
         if _made_up_clusters(mod.node_roles, report):
             _in_real_agents(module, timeout, report)
 
-    return _checked("ex09", module, ("node_roles",), body)
+    return run_check("ex09", module, ("node_roles",), body, SECONDS)
