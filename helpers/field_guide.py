@@ -35,6 +35,7 @@ __all__ = [
     "error_index_markdown",
     "preload_ddp",
     "train_uneven",
+    "metric_in_join",
     "reduce_metric",
     "stderr_of_children",
     "memory_cgroup",
@@ -239,27 +240,19 @@ def preload_ddp() -> float:
 
 
 def train_uneven(
-    rank: int,
-    world_size: int,
-    port: int,
-    batches: Sequence[int],
-    use_join: bool,
-    timeout: float,
-    metric_inside: bool = False,
+    rank: int, world_size: int, port: int, batches: Sequence[int], use_join: bool, timeout: float
 ) -> None:
-    """DDP on gloo where rank ``r`` trains ``batches[r]`` batches, then all meet at a barrier and
-    all-reduce the loss summed on each rank (notebook 10 section 2). Without ``use_join`` the rank
-    with more batches waits in backward's all-reduce for ranks that are gone to the barrier: a hang,
-    ended by the group's ``timeout``. With it, the loop runs inside ``Join([model])``: each rank
-    prints its bias gradient per step (8.0 while every rank trains; 8.0 / world_size once the
-    others have joined: they add zeros). ``Join`` answers only DDP's collectives, so the bug
-    ``metric_inside`` (``dist.all_reduce(loss)`` in the loop) fails even inside it.
+    """DDP on gloo where rank ``r`` trains ``batches[r]`` batches, then all meet at a barrier
+    (notebook 10 section 2). Without ``use_join`` the rank with more batches waits in backward's
+    all-reduce for ranks that are gone to the barrier: a hang, ended by the group's ``timeout``.
+    With it, the loop runs inside ``Join([model])``. Each rank prints its bias gradient per step:
+    8.0 while every rank trains, 8.0 / world_size once the others have joined (they add zeros).
 
     >>> import torch
     >>> from helpers.ddp import free_port
     >>> threads = torch.get_num_threads()  # train_uneven sets one thread
     >>> train_uneven(0, 1, free_port(), [2], use_join=True, timeout=30)  # doctest: +ELLIPSIS
-    rank 0: bias gradient per step [8.0, 8.0], mean loss ... of 2, weight sum ...
+    rank 0: bias gradients [8.0, 8.0], weights ...
     >>> torch.set_num_threads(threads)
     """
     import torch  # inside: importing this module stays cheap for workers without torch
@@ -272,22 +265,43 @@ def train_uneven(
     dist.init_process_group("gloo", url, rank=rank, world_size=world_size, timeout=limit)
     try:
         model = DDP(torch.nn.Linear(4, 1))  # rank 0's random weights, copied to every rank
-        optimizer, gradients, summed = torch.optim.SGD(model.parameters(), lr=0.1), [], torch.zeros(2)
+        optimizer, gradients = torch.optim.SGD(model.parameters(), lr=0.1), []
         with Join([model]) if use_join else nullcontext():  # nullcontext: a `with` that does nothing
             for _ in range(batches[rank]):
                 optimizer.zero_grad()
-                loss = model(torch.ones(8, 4)).sum()
-                loss.backward()  # DDP averages the gradients over the ranks: every rank must be here
-                optimizer.step()
+                model(torch.ones(8, 4)).sum().backward()  # DDP averages the gradients: every rank
                 gradients.append(model.module.bias.grad.item())  # 8.0 on each rank before the average
-                if metric_inside:  # the bug: a collective that Join does not know
-                    dist.all_reduce(loss.detach())
-                summed += torch.tensor([loss.item(), 1.0])  # the fix: loss sum and batch count, locally
+                optimizer.step()
         dist.barrier()  # e.g. before rank 0 saves a checkpoint
-        dist.all_reduce(summed)  # the metric, once, after the with block: every rank is here
-        mean, weights = summed[0] / summed[1], model.module.weight.sum()
-        line = f"rank {rank}: bias gradient per step {gradients}, mean loss {mean:.3f} of {summed[1]:.0f}"
-        print(f"{line}, weight sum {weights:.4f}\n", end="", flush=True)  # one write: lines do not mix
+        print(f"rank {rank}: bias gradients {gradients}, weights {model.module.weight.sum():.4f}\n", end="")
+    finally:
+        dist.destroy_process_group()
+
+
+def metric_in_join(rank: int, world_size: int, port: int, timeout: float) -> None:
+    """The bug of notebook 10 section 2: uneven inputs inside ``Join``, plus the loss all-reduced
+    in the loop to log it. ``Join`` answers only DDP's collectives: on a rank that has joined, this
+    all-reduce meets ``Join``'s own collectives, so the ranks fail (a collective mismatch) or wait
+    until the group's ``timeout``. The fix, in ``patterns/10_uneven_inputs.py``: sum the loss on
+    each rank and all-reduce once, after the ``with`` block.
+
+    >>> from helpers.ddp import free_port
+    >>> metric_in_join(0, 1, free_port(), timeout=30)  # a world of one: nobody joins early
+    """
+    import torch
+    import torch.distributed as dist
+    from torch.distributed.algorithms.join import Join
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    url, limit = f"tcp://127.0.0.1:{port}", timedelta(seconds=timeout)
+    dist.init_process_group("gloo", url, rank=rank, world_size=world_size, timeout=limit)
+    try:
+        model = DDP(torch.nn.Linear(4, 1))
+        with Join([model]):
+            for _ in range(3 + rank):  # uneven: rank 0 joins first
+                loss = model(torch.ones(8, 4)).sum()
+                loss.backward()  # DDP's all-reduce: Join answers it for a rank that is done
+                dist.all_reduce(loss.detach())  # the bug: a collective that Join does not know
     finally:
         dist.destroy_process_group()
 
