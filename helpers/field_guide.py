@@ -35,6 +35,7 @@ __all__ = [
     "error_index_markdown",
     "preload_ddp",
     "train_uneven",
+    "metric_in_join",
     "reduce_metric",
     "stderr_of_children",
     "memory_cgroup",
@@ -49,8 +50,8 @@ CASES: dict[str, str] = {
     "uneven_inputs": "ranks got different numbers of batches (notebook 10 section 2: DDP's Join)",
     "one_rank_collective": "a collective called on some ranks only (notebook 10 section 3)",
     "port_in_use": "two jobs on one rendezvous port (notebook 10 section 4)",
-    "local_rank_argument": "a script that expects --local_rank under the launcher (notebook 10 section 5)",
-    "oom_killed": "a worker killed by the out-of-memory killer (notebook 10 section 6)",
+    "local_rank_argument": "a script that expects --local_rank under the launcher (notebook 10 appendix F)",
+    "oom_killed": "a worker killed by the out-of-memory killer (notebook 10 appendix G)",
     "unpicklable_worker": "a notebook worker, an unguarded script (notebook 01 section 4; 10, appendix B)",
     "cuda_in_fork": "CUDA used in a forked child (notebook 04 section 4, notebook 10 appendix C)",
     "shm_full": "a full /dev/shm (notebook 08 section 4)",
@@ -81,12 +82,12 @@ ERROR_INDEX: tuple[IndexEntry, ...] = (
         "module's description after it differs by version; 3.14: `module '__main__' has no attribute`)",
     ),
     IndexEntry(
-        "An attempt has been made to start a new process before the current process has finished "
-        "its bootstrapping phase.",
+        "current process has finished its bootstrapping phase.",
         "unpicklable_worker",
         "01_start_methods.ipynb",
         "4.",
-        'a script without `if __name__ == "__main__":` under spawn/forkserver',
+        'a script without `if __name__ == "__main__":` under spawn/forkserver (a message over several'
+        " lines; the line above: `RuntimeError: An attempt has been made to start a new process before the`)",
     ),
     IndexEntry(
         "RuntimeError: Cannot re-initialize CUDA in forked subprocess. To use CUDA with "
@@ -97,11 +98,28 @@ ERROR_INDEX: tuple[IndexEntry, ...] = (
         "CUDA (even `torch.cuda.is_available()`) ran before a fork",
     ),
     IndexEntry(
-        "OSError: [Errno 24] Too many open files",
+        "RuntimeError: received 0 items of ancdata",
         "too_many_open_files",
         "02_shared_tensors.ipynb",
         "5.",
-        "one fd per shared storage under `file_descriptor`: raise `ulimit -n` or use `file_system`",
+        "a Queue consumer holds more shared tensors than it may open files (`file_descriptor`: one fd"
+        " per storage): raise `ulimit -n` or use `file_system`",
+    ),
+    IndexEntry(
+        "RuntimeError: Too many open files. Communication with the workers is no longer possible.",
+        "too_many_open_files",
+        "02_shared_tensors.ipynb",
+        "5.",
+        "the same in a DataLoader's main process (batches kept alive: one fd per storage); the message goes"
+        " on with the two fixes",
+    ),
+    IndexEntry(
+        "RuntimeError: unable to open shared memory object </torch_4242_1234_60> in read-write mode: "
+        "Too many open files (24)",
+        "too_many_open_files",
+        "02_shared_tensors.ipynb",
+        "5.",
+        "the same on the sending side, at `share_memory_()` or a Queue's `put`",
     ),
     IndexEntry(
         "RuntimeError: unable to allocate shared memory(shm) for file",
@@ -126,18 +144,19 @@ ERROR_INDEX: tuple[IndexEntry, ...] = (
         "a worker took longer than the loader's `timeout` for one batch (a stuck or slow Dataset)",
     ),
     IndexEntry(
-        "torch.multiprocessing.spawn.ProcessRaisedException: -- Process 1 terminated with the following "
-        "error:",
+        "-- Process 1 terminated with the following error:",
         "worker_raised",
         "06_ddp_mp_spawn.ipynb",
         "4.",
-        "one rank raised; `mp.spawn` shows the first failure it saw, which may be an echo",
+        "one rank raised; `mp.spawn` shows the first failure it saw, which may be an echo (the line under"
+        " `torch.multiprocessing.spawn.ProcessRaisedException:` and a blank line; the rank's traceback"
+        " follows)",
     ),
     IndexEntry(
         "torch.multiprocessing.spawn.ProcessExitedException: process 0 terminated with signal SIGKILL",
         "oom_killed",
         "10_field_guide.ipynb",
-        "6.",
+        "Appendix G",
         "exit code -9: usually the out-of-memory killer",
     ),
     IndexEntry(
@@ -146,13 +165,14 @@ ERROR_INDEX: tuple[IndexEntry, ...] = (
         "port_in_use",
         "10_field_guide.ipynb",
         "4.",
-        "another job (or a leftover) holds the rendezvous port",
+        "another job (or a leftover) holds the rendezvous port (`code: -98` is Linux's errno; macOS"
+        " prints -48)",
     ),
     IndexEntry(
         "error: unrecognized arguments: --local-rank=0",
         "local_rank_argument",
         "10_field_guide.ipynb",
-        "5.",
+        "Appendix F",
         "`torch.distributed.launch` passes `--local-rank`; read `LOCAL_RANK` from the environment",
     ),
     IndexEntry(
@@ -168,14 +188,17 @@ ERROR_INDEX: tuple[IndexEntry, ...] = (
         "10_field_guide.ipynb",
         "2.",
         "the other rank left (finished or crashed) while this one still communicates"
-        ' (torch 2.15 goes on "This is typically caused by a remote worker crashing."; 2.11 does not)',
+        ' (torch 2.15 goes on "This is typically caused by a remote worker crashing."; 2.11 does not);'
+        " the same case can print `Read error [127.0.0.1]:9141: Connection reset by peer` instead",
     ),
     IndexEntry(
         "RuntimeError: [Rank 0]: Ranks 1 failed to pass monitoredBarrier in 4000 ms",
         "one_rank_collective",
         "10_field_guide.ipynb",
         "3.",
-        "with TORCH_DISTRIBUTED_DEBUG=DETAIL: names the ranks that never reached the collective",
+        "with TORCH_DISTRIBUTED_DEBUG=DETAIL: names the ranks that never reached the collective. Use"
+        " DETAIL on a reproduction without DDP: with torch 2.15.0 and 2.13.0, any DDP model on gloo"
+        " crashes under DETAIL (SIGSEGV)",
     ),
 )
 """The index of error messages (README ``## Error messages``, notebook 10 appendix E)."""
@@ -204,8 +227,8 @@ def preload_ddp() -> float:
     """Import what ``DistributedDataParallel``'s constructor imports (``torch._dynamo``), once, in
     this process; returns the seconds it took. Forked ranks inherit it (notebook 10's setup).
 
-    In torch 2.13 the first ``DDP(model)`` of a process imports ``torch._dynamo`` (hundreds of
-    modules, seconds on a busy 2-core machine); spawn children pay it in every rank.
+    With torch 2.15.0 (also 2.13.0) the first ``DDP(model)`` of a process imports ``torch._dynamo``
+    (hundreds of modules, seconds on a busy 2-core machine); spawn children pay it in every rank.
 
     >>> preload_ddp() >= 0
     True
@@ -222,16 +245,19 @@ def train_uneven(
     """DDP on gloo where rank ``r`` trains ``batches[r]`` batches, then all meet at a barrier
     (notebook 10 section 2). Without ``use_join`` the rank with more batches waits in backward's
     all-reduce for ranks that are gone to the barrier: a hang, ended by the group's ``timeout``.
+    With it, the loop runs inside ``Join([model])``. Each rank prints its bias gradient per step:
+    8.0 while every rank trains, 8.0 / world_size once the others have joined (they add zeros).
 
     >>> import torch
     >>> from helpers.ddp import free_port
     >>> threads = torch.get_num_threads()  # train_uneven sets one thread
     >>> train_uneven(0, 1, free_port(), [2], use_join=True, timeout=30)  # doctest: +ELLIPSIS
-    rank 0: 2 batches, weight sum ...
+    rank 0: bias gradients [8.0, 8.0], weights ...
     >>> torch.set_num_threads(threads)
     """
-    import torch
+    import torch  # inside: importing this module stays cheap for workers without torch
     import torch.distributed as dist
+    from torch.distributed.algorithms.join import Join
     from torch.nn.parallel import DistributedDataParallel as DDP
 
     torch.set_num_threads(1)
@@ -239,14 +265,43 @@ def train_uneven(
     dist.init_process_group("gloo", url, rank=rank, world_size=world_size, timeout=limit)
     try:
         model = DDP(torch.nn.Linear(4, 1))  # rank 0's random weights, copied to every rank
-        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-        with model.join() if use_join else nullcontext():  # Join: finished ranks shadow the others
+        optimizer, gradients = torch.optim.SGD(model.parameters(), lr=0.1), []
+        with Join([model]) if use_join else nullcontext():  # nullcontext: a `with` that does nothing
             for _ in range(batches[rank]):
                 optimizer.zero_grad()
-                model(torch.ones(8, 4)).sum().backward()  # all-reduce of the gradients: every rank
+                model(torch.ones(8, 4)).sum().backward()  # DDP averages the gradients: every rank
+                gradients.append(model.module.bias.grad.item())  # 8.0 on each rank before the average
                 optimizer.step()
         dist.barrier()  # e.g. before rank 0 saves a checkpoint
-        print(f"rank {rank}: {batches[rank]} batches, weight sum {model.module.weight.sum():.4f}", flush=True)
+        print(f"rank {rank}: bias gradients {gradients}, weights {model.module.weight.sum():.4f}\n", end="")
+    finally:
+        dist.destroy_process_group()
+
+
+def metric_in_join(rank: int, world_size: int, port: int, timeout: float) -> None:
+    """The bug of notebook 10 section 2: uneven inputs inside ``Join``, plus the loss all-reduced
+    in the loop to log it. ``Join`` answers only DDP's collectives: on a rank that has joined, this
+    all-reduce meets ``Join``'s own collectives, so the ranks fail (a collective mismatch) or wait
+    until the group's ``timeout``. The fix, in ``patterns/10_uneven_inputs.py``: sum the loss on
+    each rank and all-reduce once, after the ``with`` block.
+
+    >>> from helpers.ddp import free_port
+    >>> metric_in_join(0, 1, free_port(), timeout=30)  # a world of one: nobody joins early
+    """
+    import torch
+    import torch.distributed as dist
+    from torch.distributed.algorithms.join import Join
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    url, limit = f"tcp://127.0.0.1:{port}", timedelta(seconds=timeout)
+    dist.init_process_group("gloo", url, rank=rank, world_size=world_size, timeout=limit)
+    try:
+        model = DDP(torch.nn.Linear(4, 1))
+        with Join([model]):
+            for _ in range(3 + rank):  # uneven: rank 0 joins first
+                loss = model(torch.ones(8, 4)).sum()
+                loss.backward()  # DDP's all-reduce: Join answers it for a rank that is done
+                dist.all_reduce(loss.detach())  # the bug: a collective that Join does not know
     finally:
         dist.destroy_process_group()
 
@@ -317,12 +372,26 @@ def _memory_cgroup_root() -> tuple[Path, int] | None:
     return None
 
 
+def _swap_in_use() -> bool:
+    """Whether this host has swap (``SwapTotal`` in ``/proc/meminfo`` above zero)."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("SwapTotal:"):
+                return int(line.split()[1]) > 0
+    except OSError:
+        pass
+    return False
+
+
 @contextmanager
 def memory_cgroup(limit: int, name: str = "field-guide-oom") -> Iterator[Path | None]:
     """A child memory cgroup of this process's own, limited to ``limit`` bytes; removed on exit.
 
     Yields its folder, or None where one cannot be made (not Linux, not root, no memory
-    controller). cgroup v2 sets ``memory.max``, v1 ``memory.limit_in_bytes`` (notebook 10 section 6).
+    controller). cgroup v2 sets ``memory.max`` and no swap; v1 sets ``memory.limit_in_bytes`` and,
+    where the kernel accounts swap, ``memory.memsw.limit_in_bytes`` (memory plus swap); a v1 host
+    with swap on and no swap accounting would swap instead of killing: None there too
+    (notebook 10 appendix G).
 
     >>> with memory_cgroup(64 << 20) as folder:
     ...     folder is None or (folder / "cgroup.procs").exists()
@@ -332,10 +401,15 @@ def memory_cgroup(limit: int, name: str = "field-guide-oom") -> Iterator[Path | 
     folder = found[0] / f"{name}-{os.getpid()}" if found else None
     try:
         folder.mkdir()
-        limit_file = "memory.max" if found[1] == 2 else "memory.limit_in_bytes"
-        (folder / limit_file).write_text(str(limit))
         if found[1] == 2:
+            (folder / "memory.max").write_text(str(limit))
             (folder / "memory.swap.max").write_text("0")
+        else:
+            (folder / "memory.limit_in_bytes").write_text(str(limit))
+            if (folder / "memory.memsw.limit_in_bytes").exists():
+                (folder / "memory.memsw.limit_in_bytes").write_text(str(limit))  # no swap either
+            elif _swap_in_use():
+                raise OSError("cgroup v1 without swap accounting on a host with swap")
     except (OSError, AttributeError):
         if folder is not None and folder.exists():
             folder.rmdir()
@@ -354,7 +428,7 @@ def memory_cgroup(limit: int, name: str = "field-guide-oom") -> Iterator[Path | 
 
 def oom_kills(folder: Path) -> int:
     """How many processes the OOM killer killed in cgroup ``folder``: ``oom_kill`` of
-    ``memory.events`` (cgroup v2) or of ``memory.oom_control`` (v1). Notebook 10 section 6.
+    ``memory.events`` (cgroup v2) or of ``memory.oom_control`` (v1). Notebook 10 appendix G.
 
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as d:
@@ -369,7 +443,7 @@ def oom_kills(folder: Path) -> int:
 
 def allocate_in_cgroup(rank: int, folder: str, mib: int) -> None:
     """Move this process into cgroup ``folder``, then allocate and touch ``mib`` MiB (notebook 10
-    section 6). Past the cgroup's limit the kernel's OOM killer sends SIGKILL: no traceback, no
+    appendix G). Past the cgroup's limit the kernel's OOM killer sends SIGKILL: no traceback, no
     ``finally``, only exit code -9.
 
     >>> import tempfile
@@ -383,7 +457,7 @@ def allocate_in_cgroup(rank: int, folder: str, mib: int) -> None:
 
 
 def sigkill_self(rank: int = 0) -> None:
-    """The stand-in for the OOM killer where no cgroup can be made (notebook 10 section 6): this
+    """The stand-in for the OOM killer where no cgroup can be made (notebook 10 appendix G): this
     process sends itself SIGKILL, the signal the OOM killer sends. Not the kernel's decision: labelled.
     POSIX only; run it in a child.
 

@@ -16,6 +16,7 @@ SIGNS = [
     ("unable to allocate shared memory", "shm_full"),
     ("Bus error", "shm_full"),
     ("Too many open files", "too_many_open_files"),
+    ("items of ancdata", "too_many_open_files"),
 ]
 
 
