@@ -34,7 +34,8 @@ __all__ = [
     "Numbers",
     "ShardedNumbers",
     "RandomDraws",
-    "seed_worker",
+    "OwnGenerator",
+    "seed_own_generator",
     "CountingDataset",
     "Records",
     "SignalsInWorker",
@@ -149,17 +150,42 @@ class RandomDraws(Dataset):
         return int(np.random.randint(2**31)), random.randrange(2**31), int(torch.randint(2**31, ()))
 
 
-def seed_worker(worker_id: int) -> None:
-    """``worker_init_fn`` from PyTorch's reproducibility notes: seed NumPy and ``random`` from torch's
-    per-worker seed. PyTorch >= 1.9 already does this; keep it for other RNGs you add in the same way.
+class OwnGenerator(Dataset):
+    """Item ``i`` is a draw from the Dataset's own NumPy ``Generator``, ``self.rng``, made in ``__init__``.
 
-    Notebook 07, section 4.
+    The DataLoader seeds each worker's torch, ``random`` and global NumPy RNGs, not an RNG object a
+    Dataset holds: every worker gets a copy of ``rng`` in the same state (forked, or pickled under
+    spawn), so the workers draw the same numbers. :func:`seed_own_generator` fixes that.
 
-    >>> seed_worker(0)
+    Notebook 07, appendix on an RNG the DataLoader does not seed.
+
+    >>> OwnGenerator(2)[0] == OwnGenerator(2)[1]  # two copies in the same state
+    True
     """
-    seed = torch.initial_seed() % 2**32
-    np.random.seed(seed)
-    random.seed(seed)
+
+    def __init__(self, n: int, seed: int = 0):
+        self.n, self.rng = n, np.random.default_rng(seed)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> int:
+        return int(self.rng.integers(2**31))
+
+
+def seed_own_generator(worker_id: int) -> None:
+    """``worker_init_fn`` for :class:`OwnGenerator`: give this worker's copy of the Dataset a Generator
+    seeded from the worker's seed (``get_worker_info().seed``: the DataLoader's base seed plus the
+    worker id, so a seeded ``generator=`` makes it reproducible). For an RNG the DataLoader does not
+    seed; torch, ``random`` and NumPy's global RNG it seeds itself (PyTorch >= 1.9).
+
+    Notebook 07, appendix on an RNG the DataLoader does not seed.
+
+    >>> seed_own_generator(0)  # in the main process there is no worker: nothing to do
+    """
+    info = get_worker_info()  # None outside a worker
+    if info is not None:
+        info.dataset.rng = np.random.default_rng(info.seed)
 
 
 def collect(loader: DataLoader) -> list:
@@ -167,7 +193,7 @@ def collect(loader: DataLoader) -> list:
 
     Iterating to the end shuts non-persistent workers down, so nothing is left behind.
 
-    Notebook 07, sections 2 and 3.
+    Notebook 07, sections 2 and 4.
 
     >>> collect(DataLoader(Numbers(3), batch_size=2))
     [0, 1, 2]

@@ -31,7 +31,7 @@ def test_worker_info_and_sharding_under_every_method(method):
     assert sorted(hd.collect(sharded)) == [0, 1, 2, 3]
 
 
-def _draws(seed, worker_init_fn=None, n=32):
+def _draws(seed, n=32):
     """RandomDraws through a shuffling 2-worker DataLoader, as notebook 07 section 4 builds it."""
     generator = None if seed is None else torch.Generator().manual_seed(seed)
     loader = DataLoader(
@@ -40,32 +40,53 @@ def _draws(seed, worker_init_fn=None, n=32):
         shuffle=True,
         num_workers=2,
         generator=generator,
-        worker_init_fn=worker_init_fn,
         multiprocessing_context=FAST_METHOD,
     )
     return hd.collect(loader)
 
 
-def test_draws_are_unique_and_reproducible():
+def test_draws_are_unique_and_a_seeded_generator_alone_repeats_them():
     first = _draws(0)
     assert len({d[0] for d in first}) == 32
-    assert first == _draws(0)
+    assert len({d[1] for d in first}) == 32 and len({d[2] for d in first}) == 32  # random, torch too
+    assert first == _draws(0)  # numpy, random and torch draws repeat: no worker_init_fn needed
     assert first != _draws(1)
     assert _draws(None) != _draws(None)
-    with_init = _draws(0, worker_init_fn=hd.seed_worker, n=8)
-    assert with_init == _draws(0, worker_init_fn=hd.seed_worker, n=8)
 
 
-def test_seed_worker_seeds_numpy_from_torch():
-    import numpy as np
-    import torch
+def _own_draws(method, worker_init_fn=None, seed=0):
+    """OwnGenerator through 2 workers, batches of 2, as notebook 07's appendix builds it."""
+    loader = DataLoader(
+        hd.OwnGenerator(8),
+        batch_size=2,
+        num_workers=2,
+        worker_init_fn=worker_init_fn,
+        generator=torch.Generator().manual_seed(seed),
+        multiprocessing_context=method,
+    )
+    return hd.collect(loader)
 
-    torch.manual_seed(5)
-    hd.seed_worker(0)
-    a = np.random.randint(1 << 30)
-    torch.manual_seed(5)
-    hd.seed_worker(0)
-    assert np.random.randint(1 << 30) == a
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_dataset_own_generator_repeats_across_workers_until_seed_own_generator(method):
+    copies = _own_draws(method)
+    assert copies[:2] == copies[2:4] and copies[4:6] == copies[6:8]  # worker 1 repeats worker 0
+    assert len(set(_own_draws(method, hd.seed_own_generator))) == 8
+    assert live_children() == []
+
+
+def test_the_generator_reaches_seed_own_generator_but_not_the_dataset_own_generator():
+    assert _own_draws(FAST_METHOD) == _own_draws(FAST_METHOD, seed=1)
+    seeded = _own_draws(FAST_METHOD, hd.seed_own_generator)
+    assert seeded == _own_draws(FAST_METHOD, hd.seed_own_generator)
+    assert seeded != _own_draws(FAST_METHOD, hd.seed_own_generator, seed=1)
+
+
+def test_seed_own_generator_does_nothing_in_the_main_process():
+    dataset = hd.OwnGenerator(2)
+    rng = dataset.rng
+    hd.seed_own_generator(0)
+    assert dataset.rng is rng
 
 
 def test_throughput_and_widget_callback(capsys):
