@@ -27,6 +27,9 @@ if __name__ == "__main__":
     outcomes = sorted(results.get(timeout=120) for _ in workers)  # get before join
     for w in workers:
         w.join(timeout=30)
+        if w.exitcode is None:  # still running after its deadline: stop it, then reap it
+            w.terminate()
+            w.join(timeout=5)
     if [w.exitcode for w in workers] != [0, 0]:
         sys.exit(f"a worker failed: exit codes {[w.exitcode for w in workers]}")
     print(f"{method}: " + ", ".join(f"worker {r} used {d} (sum {s:.0f})" for r, d, s in outcomes))
