@@ -49,14 +49,15 @@ IMPORTING_METHODS = ("spawn", "forkserver")
 class NotImportableError(ValueError):
     """The worker function cannot be imported by a spawn/forkserver child.
 
-    Notebook 01 section 4: what a worker defined in the notebook gets under spawn and forkserver.
+    What :func:`launch` and :func:`check_importable` raise, before any process starts, for a worker
+    defined in a notebook (notebook 01 section 3 shows the failure they prevent).
     """
 
 
 class WorkerFailed(RuntimeError):
     """A worker raised, died, or missed the deadline; the message carries the child's traceback.
 
-    What :func:`launch` raises when a worker fails (notebook 01 section 4; the exercise checkers report it).
+    What :func:`launch` raises when a worker fails (the exercise checkers report it).
     """
 
     def __init__(self, message: str, rank: int | None = None, exitcode: int | None = None):
@@ -70,7 +71,7 @@ def main_is_importable() -> bool:
 
     The same test as ``multiprocessing.spawn.get_preparation_data``: ``__main__`` has a module spec
     with a name (``python -m pkg.mod``) or a ``__file__``. A notebook kernel's, an interactive
-    session's and ``python -c``'s ``__main__`` have neither. Notebook 01 section 4.
+    session's and ``python -c``'s ``__main__`` have neither. Notebook 01 section 3.
 
     >>> import sys, types
     >>> saved = sys.modules["__main__"]
@@ -150,7 +151,7 @@ def launch(
     threads: int | None = 1,
 ) -> list:
     """Run ``fn(rank, *args)`` for ranks ``0..nprocs-1``, each in its own process; return results.
-    Notebook 01 section 3 (a notebook worker refused), notebook 02's appendix and notebook 08
+    Notebook 02's appendix and notebook 08
     (demos that may hang or crash).
 
     - ``method``: the start method, used through ``get_context`` (never ``set_start_method``).

@@ -37,7 +37,6 @@ from helpers.launch import FAST_METHOD
 from helpers.processes import running
 
 if TYPE_CHECKING:
-    import queue
     from collections.abc import Sequence
     from multiprocessing.connection import Connection
     from multiprocessing.queues import Queue as MPQueue
@@ -114,7 +113,7 @@ def pipe_doubler(conn: Connection) -> None:
     conn.close()
 
 
-def produce(rank: int, q: MPQueue | queue.Queue, n_items: int, done: Event, timeout: float = 60.0) -> None:
+def produce(rank: int, q: MPQueue, n_items: int, done: Event, timeout: float = 60.0) -> None:
     """Producer: put ``n_items`` tensors filled with ``rank`` on ``q``, then the sentinel ``None``;
     stay alive until the consumer sets ``done`` (at most ``timeout`` s). Notebook 03 section 3.
 
@@ -220,8 +219,13 @@ def handoff_consumer(inbox: MPQueue | Connection, acks: MPQueue, buffers: dict[f
     (1.0, 0.0)
     """
     torch.set_num_threads(1)
-    pipe = hasattr(inbox, "recv")
-    while (item := (inbox.recv() if inbox.poll(60) else None) if pipe else inbox.get(timeout=60)) is not None:
+    while True:
+        if hasattr(inbox, "recv"):  # a Pipe's end: poll bounds the wait
+            item = inbox.recv() if inbox.poll(60) else None
+        else:  # a Queue
+            item = inbox.get(timeout=60)
+        if item is None:  # the sentinel (or a silent pipe)
+            break
         if isinstance(item, tuple):  # ("buffer", size_mb): the data is already in our shared buffer
             item = buffers[item[1]]
         acks.put(float(item[-1]))

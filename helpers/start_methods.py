@@ -109,8 +109,8 @@ def report_rank(rank: int, results: mp.queues.Queue) -> None:
 
 def fail_on_rank(rank: int, bad_rank: int, others_sleep: float = 30.0) -> None:
     """Raise on ``bad_rank``; the other ranks sleep, so someone must terminate them.
-    Notebook 01 section 1 (the exit codes of a failed and of a hung child) and section 6 (what
-    ``mp.spawn`` does when one rank fails).
+    Notebook 01 section 1 (the exit codes of a failed and of a hung child) and its appendix
+    "``mp.spawn`` with a deadline" (what ``mp.spawn`` does when one rank fails).
 
     >>> fail_on_rank(0, bad_rank=0)
     Traceback (most recent call last):

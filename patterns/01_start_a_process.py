@@ -9,7 +9,7 @@ import torch.multiprocessing as mp
 
 
 def work(rank):  # top level of a module: a spawn/forkserver child imports it by name
-    torch.set_num_threads(1)
+    torch.set_num_threads(1)  # one thread per process: no oversubscription, fork-safe
     x = torch.randn(200, 200)
     print(f"rank {rank} (pid {os.getpid()}): {float((x @ x).trace()):.1f}", flush=True)
 
@@ -22,7 +22,7 @@ if __name__ == "__main__":  # a spawn/forkserver child imports this file: start 
         p.start()
     for p in procs:
         p.join(timeout=60)
-        if p.exitcode is None:  # still running after the deadline
+        if p.exitcode is None:  # still running after its deadline: stop it, then reap it
             p.terminate()
             p.join(timeout=5)
     codes = [p.exitcode for p in procs]

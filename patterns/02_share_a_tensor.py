@@ -23,8 +23,9 @@ if __name__ == "__main__":
         w.start()
     for w in workers:
         w.join(timeout=60)
-        if w.is_alive():
-            w.kill()  # hung (exit code None): do not leave it behind
+        if w.exitcode is None:  # still running after its deadline: stop it, then reap it
+            w.terminate()
+            w.join(timeout=5)
     codes, rows = [w.exitcode for w in workers], shared.mean(dim=1)
     if codes != [0] * nprocs or not torch.equal(rows, torch.arange(1.0, nprocs + 1)):
         sys.exit(f"failed: exit codes {codes}, row means {rows.tolist()}")

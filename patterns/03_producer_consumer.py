@@ -8,6 +8,7 @@ import torch.multiprocessing as mp
 
 
 def producer(rank, q, done):
+    torch.set_num_threads(1)  # one thread per process: no oversubscription, fork-safe
     for _ in range(5):
         q.put(torch.full((1000,), float(rank)))  # storage moves to shared memory; a handle crosses
     q.put(None)  # the sentinel: this producer has finished
@@ -28,5 +29,8 @@ if __name__ == "__main__":
     done.set()  # we hold none of their tensors now: the producers may exit
     for p in producers:
         p.join(timeout=60)  # join only after the queue is drained
+        if p.exitcode is None:  # still running after its deadline: stop it, then reap it
+            p.terminate()
+            p.join(timeout=5)
     print(f"{method}: 2 producers, total {total:.0f}, exit codes {[p.exitcode for p in producers]}")
     sys.exit(0 if total == 5_000 and all(p.exitcode == 0 for p in producers) else 1)

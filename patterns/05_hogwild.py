@@ -26,7 +26,10 @@ if __name__ == "__main__":
     for w in workers:
         w.start()
     for w in workers:
-        w.join(timeout=100)  # bounded; a worker still running has exitcode None
+        w.join(timeout=100)
+        if w.exitcode is None:  # still running after its deadline: stop it, then reap it
+            w.terminate()
+            w.join(timeout=5)
     loss = torch.nn.functional.mse_loss(model(x), y).item()  # the parent's model, trained in place
     print(f"{method}: 2 Hogwild workers, exit codes {[w.exitcode for w in workers]}, loss now {loss:.6f}")
     sys.exit(0 if [w.exitcode for w in workers] == [0, 0] and loss < 1e-3 else 1)

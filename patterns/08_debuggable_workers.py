@@ -23,10 +23,11 @@ if __name__ == "__main__":
         for w in workers:
             w.start()
         for w in workers:
-            w.join(timeout=60)  # still alive after its timeout: stuck
+            w.join(timeout=60)
     finally:  # reap everything, even after an exception or Ctrl-C
-        for w in [w for w in workers if w.is_alive()]:
-            w.terminate()  # SIGTERM: its handler prints the stacks, then it exits with -15
-            w.join(timeout=5)
+        for w in workers:
+            if w.pid is not None and w.exitcode is None:  # started, still running after its deadline
+                w.terminate()  # SIGTERM: its handler prints the stacks, then it exits with -15
+                w.join(timeout=5)
     print(f"{method}: exit codes {[w.exitcode for w in workers]} (negative: killed by that signal)")
     sys.exit(any(w.exitcode != 0 for w in workers))

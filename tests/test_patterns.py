@@ -18,7 +18,13 @@ notebook cell:
   (``block, timeout``) or ``block=False``. ``Pool.join``, ``JoinableQueue.join`` and
   ``SimpleQueue.get`` cannot be bounded, so a pattern does not use them. Not checked: ``recv()``
   on a Pipe (bound it with ``poll(timeout)``) and ``mp.spawn(..., join=True)``; the 120 s run
-  limit catches a hang there.
+  limit catches a hang there;
+- one ending for a bounded join of a process, the same in every pattern (notebook 01 §1 teaches
+  it): after ``p.join(timeout=...)``, ``if p.exitcode is None:`` (still running after its deadline)
+  ``p.terminate()`` and ``p.join(timeout=...)`` again. A process join is a ``.join`` on a name with
+  a ``timeout=`` or a number (``p.join(60)``); ``kill()`` or an ``is_alive()`` test is another
+  ending, and fails the check;
+- it contains the calls its notebook's main path teaches (``TAUGHT``), and the main path names them.
 
 Each notebook NN (01-09) calls ``show_script`` on ``../patterns/NN_*.py`` in its main path (before
 the first ``Appendix`` heading) and runs that file with ``subprocess.run`` in a code cell.
@@ -45,7 +51,8 @@ PATTERNS = sorted((ROOT / "patterns").glob("[0-9][0-9]_*.py"))
 INDEX = ROOT / "patterns" / "README.md"
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 METHODS = multiprocessing.get_all_start_methods()
-MAX_LINES = 32
+# About 30 lines: 32, plus the 3-line ending of a bounded join and the producer's one thread (03).
+MAX_LINES = 36
 # Patterns whose run is the same whatever start method they are given: run once. mp.spawn always
 # spawns (06 takes no argument); torchrun starts a script's workers as plain subprocesses, whatever
 # --start-method says (09). Three runs of each cost about 36 CPU-seconds for nothing.
@@ -59,6 +66,32 @@ PATTERN_PATH = re.compile(r"\.\./patterns/(\d\d)_\w+\.py")
 # it does (strict: a notebook listed here that already passes fails the test, so the set cannot go
 # stale).
 NOT_YET_PATTERNED = {}
+
+# What each notebook's main path teaches, which its pattern must contain: identifiers (a name, an
+# attribute, a keyword argument, an import, a string such as an environment variable's name) and
+# calls written as their source's ending (``.put(None)``: the sentinel). Each is also checked to be
+# named on the notebook's main path, so the table cannot drift from what the notebook teaches.
+TAUGHT = {
+    "01": ["get_context", "Process", "join", "exitcode", "terminate"],
+    "02": ["share_memory_"],
+    "03": ["Queue", "get", ".put(None)", "Event"],
+    "04": ["set_device"],
+    "05": ["share_memory"],
+    "06": [
+        "init_process_group",
+        "DistributedDataParallel",
+        "DistributedSampler",
+        "set_epoch",
+        "destroy_process_group",
+    ],
+    "07": ["get_worker_info", "generator", "persistent_workers"],
+    "08": ["faulthandler"],
+    "09": ["init_process_group", "LOCAL_RANK"],
+    "10": ["Join"],
+}
+# Taught items that a notebook's main path names only inside its pattern's listing (strict, like
+# NOT_YET_PATTERNED: an entry whose notebook names it now fails the test, so the set cannot go stale).
+NOT_YET_NAMED = {("04", "set_device")}
 
 
 # --- the checks, as functions the probe tests below run on files of their own ----------------------
@@ -89,6 +122,105 @@ def _unbounded_waits(tree: ast.Module) -> list[str]:
             if "timeout" not in keywords and len(node.args) < 2 and not non_blocking:
                 found.append(f"line {node.lineno}: {ast.unparse(node)} waits forever (pass timeout=...)")
     return found
+
+
+def _is_process_join(node: ast.AST) -> bool:
+    """``p.join(timeout=...)`` or ``p.join(60)`` on a name: a bounded join of a process (a string's
+    ``", ".join(parts)`` and ``os.path.join(...)`` are not)."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "join"):
+        return False
+    number = (
+        len(node.args) == 1
+        and isinstance(node.args[0], ast.Constant)
+        and type(node.args[0].value) in (int, float)
+    )
+    return isinstance(node.func.value, ast.Name) and (
+        number or any(k.arg == "timeout" for k in node.keywords)
+    )
+
+
+def _still_running_test(test: ast.AST) -> str | None:
+    """The name ``p`` of an ``if`` test ``p.exitcode is None`` (alone or in an ``and``), else None."""
+    for part in test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]:
+        if (
+            isinstance(part, ast.Compare)
+            and isinstance(part.left, ast.Attribute)
+            and part.left.attr == "exitcode"
+            and isinstance(part.left.value, ast.Name)
+            and isinstance(part.ops[0], ast.Is)
+            and isinstance(part.comparators[0], ast.Constant)
+            and part.comparators[0].value is None
+        ):
+            return part.left.value.id
+    return None
+
+
+def unended_joins(tree: ast.Module) -> list[str]:
+    """Bounded process joins not followed (later in the file) by the one ending: ``if p.exitcode is
+    None:`` whose body calls ``p.terminate()`` and then a bounded ``p.join(...)``."""
+    endings, inside = [], set()  # (name, line) of each ending; the joins inside the endings
+    for node in ast.walk(tree):
+        name = isinstance(node, ast.If) and _still_running_test(node.test)
+        if not name:
+            continue
+        calls = [c for stmt in node.body for c in ast.walk(stmt) if isinstance(c, ast.Call)]
+        on_name = [
+            c for c in calls if isinstance(c.func, ast.Attribute) and ast.unparse(c.func.value) == name
+        ]
+        terminates = [c.lineno for c in on_name if c.func.attr == "terminate"]
+        rejoins = [c for c in on_name if _is_process_join(c)]
+        inside.update(id(c) for c in rejoins)
+        if terminates and any(c.lineno > min(terminates) for c in rejoins):
+            endings.append((name, node.lineno))
+    found = []
+    for node in ast.walk(tree):
+        if _is_process_join(node) and id(node) not in inside:
+            name = node.func.value.id
+            if not any(n == name and line > node.lineno for n, line in endings):
+                found.append(
+                    f"line {node.lineno}: {ast.unparse(node)} is not followed by "
+                    f"`if {name}.exitcode is None:` `{name}.terminate()` and `{name}.join(timeout=...)`"
+                )
+    return found
+
+
+def names_used(tree: ast.Module) -> set[str]:
+    """Every identifier a file uses: names, attributes, keyword arguments, imports, string constants."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            found.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            found.add(node.attr)
+        elif isinstance(node, ast.keyword) and node.arg:
+            found.add(node.arg)
+        elif isinstance(node, ast.alias):
+            found.update({node.name, *node.name.split("."), node.asname or node.name})
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            found.add(node.value)
+    return found
+
+
+def taught_findings(pattern: Path, notebook: Path, taught: list[str]) -> list[str]:
+    """What of ``taught`` the pattern file does not contain, or the notebook's main path never names."""
+    tree = ast.parse(pattern.read_text())
+    used = names_used(tree)
+    calls = [ast.unparse(node) for node in ast.walk(tree) if isinstance(node, ast.Call)]
+    main_path = []
+    for cell in nbformat.read(notebook, as_version=4).cells:
+        if cell.cell_type == "markdown" and APPENDIX.search(cell.source):
+            break
+        main_path.append(cell.source)
+    text = "\n".join(main_path)
+    problems = []
+    for item in taught:
+        contained = any(c.endswith(item) for c in calls) if item.startswith(".") else item in used
+        if not contained:
+            problems.append(f"{pattern.name} does not contain `{item}`, which {notebook.name} teaches")
+        words = re.findall(r"\w+", item) if item.startswith(".") else [item]  # .put(None): put, None
+        if not all(re.search(rf"(?<!\w){re.escape(word)}(?!\w)", text) for word in words):
+            problems.append(f"{notebook.name}'s main path never names `{item}`")
+    return problems
 
 
 def _has_main_guard(tree: ast.Module) -> bool:
@@ -135,7 +267,7 @@ def pattern_findings(path: Path) -> list[str]:
     foreign = _foreign_imports(tree)
     if foreign:
         problems.append(f"imports {foreign}: only the standard library, torch and numpy")
-    return problems + _unbounded_waits(tree)
+    return problems + _unbounded_waits(tree) + unended_joins(tree)
 
 
 def run_pattern(path: Path, method: str, cwd: Path) -> str | None:
@@ -236,6 +368,22 @@ def test_the_pattern_is_short_self_contained_and_bounded(path):
     assert not problems, f"{path.name}: {problems}"
 
 
+@pytest.mark.parametrize("number", sorted(TAUGHT))
+def test_the_pattern_contains_what_its_notebook_teaches(number):
+    (pattern,) = [p for p in PATTERNS if p.name[:2] == number]
+    (notebook,) = [n for n in NOTEBOOKS if n.name[:2] == number]
+    problems = taught_findings(pattern, notebook, TAUGHT[number])
+    unnamed = [(number, item) for item in TAUGHT[number] if f"never names `{item}`" in " ".join(problems)]
+    for key in {(n, i) for n, i in NOT_YET_NAMED if n == number}:
+        assert key in unnamed, f"{notebook.name} names `{key[1]}` now: remove it from NOT_YET_NAMED"
+        problems = [p for p in problems if f"never names `{key[1]}`" not in p]
+    assert not problems, problems
+
+
+def test_every_patterned_notebook_has_its_row_of_what_it_teaches():
+    assert sorted(TAUGHT) == sorted(p.name[:2] for p in PATTERNS)
+
+
 def test_the_index_lists_every_pattern_and_nothing_else():
     problems = index_findings(INDEX, PATTERNS)
     assert not problems, problems
@@ -273,6 +421,9 @@ if __name__ == "__main__":
     child.start()
     answer = queue.get(timeout=60)
     child.join(timeout=60)
+    if child.exitcode is None:
+        child.terminate()
+        child.join(timeout=5)
     if child.exitcode != 0 or answer != 49:
         sys.exit(f"child exit code {child.exitcode}, answer {answer}")
     print(f"{method}: the child squared 7 -> {answer}")
@@ -304,7 +455,7 @@ def test_the_static_checks_find_each_broken_rule(tmp_path):
     )
     problems = pattern_findings(_probe(tmp_path, broken + "\n" * 10))
     assert problems == [
-        "37 lines (at most 32, blank lines and comments included)",
+        "40 lines (at most 36, blank lines and comments included)",
         'no `if __name__ == "__main__":` guard',
         "imports ['helpers', 'pandas']: only the standard library, torch and numpy",
         "line 23: queue.get() waits forever (pass timeout=...)",
@@ -376,3 +527,56 @@ def test_the_notebook_check_wants_the_pattern_shown_and_run_on_the_main_path(tmp
     ]
     renamed = [v4.new_code_cell(c.source.replace("07_probe", "07_other")) for c in shown]
     assert findings(renamed) == ["../patterns/07_other.py does not exist"]
+
+
+def test_the_join_ending_check_wants_terminate_then_a_bounded_join(tmp_path):
+    ending = "    if child.exitcode is None:\n        child.terminate()\n        child.join(timeout=5)\n"
+    assert ending in GOOD
+    endings = {
+        "nothing after the join": GOOD.replace(ending, ""),
+        "kill() instead of terminate()": GOOD.replace("child.terminate()", "child.kill()"),
+        "is_alive() instead of exitcode": GOOD.replace("child.exitcode is None:", "child.is_alive():"),
+        "no join after terminate()": GOOD.replace(
+            "        child.join(timeout=5)\n", "        print('stopped')\n"
+        ),
+        "the join before terminate()": GOOD.replace(
+            "        child.terminate()\n        child.join(timeout=5)\n",
+            "        child.join(timeout=5)\n        child.terminate()\n",
+        ),
+    }
+    expected = [
+        "line 21: child.join(timeout=60) is not followed by `if child.exitcode is None:` `child.terminate()` "
+        "and `child.join(timeout=...)`"
+    ]
+    for why, text in endings.items():
+        # first: the join left without its ending (an is_alive() block's own join is one more)
+        assert pattern_findings(_probe(tmp_path, text))[:1] == expected, why
+    # In loops, and in a `finally` whose test also skips a process that never started:
+    loops = (
+        "for p in procs:\n    p.join(timeout=60)\n"
+        "for p in procs:\n    if p.pid is not None and p.exitcode is None:\n"
+        "        p.terminate()\n        p.join(5)\n"
+    )
+    assert unended_joins(ast.parse(loops)) == []
+    others = "p.join(60)\nx.join(timeout=1)\n', '.join(parts)\nos.path.join('a', 'b')\nsep.join(parts)\n"
+    assert [f.split(":")[0] for f in unended_joins(ast.parse(others))] == ["line 1", "line 2"]
+
+
+def test_the_taught_check_wants_each_call_in_the_pattern_and_on_the_main_path(tmp_path):
+    v4 = nbformat.v4
+    notebook = tmp_path / "07_probe.ipynb"
+    cells = [
+        v4.new_markdown_cell("`mp.get_context(method)`, then `q.put(None)` ends the stream."),
+        v4.new_code_cell("ctx = mp.get_context('spawn')"),
+        v4.new_markdown_cell("## Appendix: exit codes\n\n`child.exitcode` says how it ended."),
+    ]
+    nbformat.write(v4.new_notebook(cells=cells), notebook)
+    pattern = _probe(tmp_path, GOOD)
+    assert taught_findings(pattern, notebook, ["get_context", "exitcode", "share_memory_", ".put(None)"]) == [
+        "07_probe.ipynb's main path never names `exitcode`",
+        "99_probe.py does not contain `share_memory_`, which 07_probe.ipynb teaches",
+        "07_probe.ipynb's main path never names `share_memory_`",
+        "99_probe.py does not contain `.put(None)`, which 07_probe.ipynb teaches",
+    ]
+    # Names, attributes, keyword arguments, imports and strings all count as contained:
+    assert {"queue", "Process", "timeout", "multiprocessing", "mp", "__main__"} <= names_used(ast.parse(GOOD))
