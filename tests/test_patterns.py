@@ -89,9 +89,6 @@ TAUGHT = {
     "09": ["init_process_group", "LOCAL_RANK"],
     "10": ["Join"],
 }
-# Taught items that a notebook's main path names only inside its pattern's listing (strict, like
-# NOT_YET_PATTERNED: an entry whose notebook names it now fails the test, so the set cannot go stale).
-NOT_YET_NAMED = {("04", "set_device")}
 
 
 # --- the checks, as functions the probe tests below run on files of their own ----------------------
@@ -373,10 +370,6 @@ def test_the_pattern_contains_what_its_notebook_teaches(number):
     (pattern,) = [p for p in PATTERNS if p.name[:2] == number]
     (notebook,) = [n for n in NOTEBOOKS if n.name[:2] == number]
     problems = taught_findings(pattern, notebook, TAUGHT[number])
-    unnamed = [(number, item) for item in TAUGHT[number] if f"never names `{item}`" in " ".join(problems)]
-    for key in {(n, i) for n, i in NOT_YET_NAMED if n == number}:
-        assert key in unnamed, f"{notebook.name} names `{key[1]}` now: remove it from NOT_YET_NAMED"
-        problems = [p for p in problems if f"never names `{key[1]}`" not in p]
     assert not problems, problems
 
 
