@@ -52,6 +52,8 @@ __all__ = [
     "warm_up_optimizer",
     "add_ones",
     "measure_speedup",
+    "measure_sharing_cost",
+    "measure_threads",
     "explore",
     "main",
 ]
@@ -153,6 +155,7 @@ def _run_hogwild(
     seed: int = 0,
     timeout: float = 120.0,
     own_models: bool = False,
+    own_in_shared_memory: bool = False,
 ) -> dict:
     """Measure one Hogwild run: :func:`_timed_worker` in ``nprocs`` processes, ``epochs`` passes in all.
 
@@ -175,6 +178,8 @@ def _run_hogwild(
     warm_up_optimizer()
     model = make_model(seed, HIDDEN).share_memory()
     models = [make_model(seed, HIDDEN) for _ in range(nprocs)] if own_models else [model] * nprocs
+    if own_models and own_in_shared_memory:
+        models = [own.share_memory() for own in models]
     ctx = mp.get_context(method)
     results = ctx.Queue()
     steps = _steps(epochs, nprocs)
@@ -190,6 +195,7 @@ def _run_hogwild(
         raise RuntimeError(f"Hogwild workers failed: exit codes {[p.exitcode for p in procs]}")
     trained = max(end for _, _, end in times) - min(begin for _, begin, _ in times)
     label = f"{nprocs} proc x {threads} thr {method}" + (", own models" if own_models else "")
+    label += " in shared memory" if own_models and own_in_shared_memory else ""
     steady = nprocs * steps * BATCH_SIZE / trained
     return {
         "label": label,
@@ -244,6 +250,16 @@ def _run_single(epochs: float, threads: int = 1, seed: int = 0, budget: float | 
     }
 
 
+def _median_runs(runs: dict, repeats: int) -> dict[str, dict]:
+    """Run each of ``runs`` (name: a function returning a run) ``repeats`` times, interleaved; the
+    median run of each by steady-state throughput."""
+    rounds: dict[str, list[dict]] = {name: [] for name in runs}
+    for _ in range(repeats):
+        for name, run in runs.items():
+            rounds[name].append(run())
+    return {name: sorted(done, key=lambda r: r["steady"])[len(done) // 2] for name, done in rounds.items()}
+
+
 def measure_speedup(
     epochs: float = 150, repeats: int = 5, method: str = FAST_METHOD, nprocs: int = 2, budget: float = 5.0
 ) -> dict:
@@ -265,13 +281,15 @@ def measure_speedup(
     ['1 thread', '2 threads', 'hogwild', 'own models']
     """
     load_before = os.getloadavg()
-    rounds: dict[str, list[dict]] = {"1 thread": [], "2 threads": [], "hogwild": [], "own models": []}
-    for _ in range(repeats):
-        rounds["1 thread"].append(_run_single(epochs, threads=1, budget=budget))
-        rounds["hogwild"].append(_run_hogwild(nprocs, epochs, method=method))
-        rounds["2 threads"].append(_run_single(epochs, threads=2, budget=budget))
-        rounds["own models"].append(_run_hogwild(nprocs, epochs, method=method, own_models=True))
-    runs = {name: sorted(done, key=lambda r: r["steady"])[len(done) // 2] for name, done in rounds.items()}
+    runs = _median_runs(
+        {
+            "1 thread": lambda: _run_single(epochs, threads=1, budget=budget),
+            "hogwild": lambda: _run_hogwild(nprocs, epochs, method=method),
+            "2 threads": lambda: _run_single(epochs, threads=2, budget=budget),
+            "own models": lambda: _run_hogwild(nprocs, epochs, method=method, own_models=True),
+        },
+        repeats,
+    )
     load_after = os.getloadavg()
     base = runs["1 thread"]["steady"]
     names = {
@@ -292,6 +310,85 @@ def measure_speedup(
         "(start-up included)"
     )
     return {"runs": runs, "load_before": load_before, "load_after": load_after}
+
+
+def measure_sharing_cost(epochs: float = 20, repeats: int = 3, method: str = FAST_METHOD) -> dict:
+    """Where Hogwild's distance to the ceiling comes from: three runs of 2 processes x 1 thread that
+    differ in one thing each. Notebook 05, appendix "where sharing costs".
+
+    ``"own models"`` (a private model each: the ceiling), ``"own models, shared memory"`` (a model
+    each, moved to shared memory: the pages Hogwild uses, but no other process writes them) and
+    ``"hogwild"`` (one model, both write it). Only fork keeps the first run's models private:
+    spawn and forkserver move every tensor they send a child to shared memory (torch's pickling),
+    so there the first two runs are the same. Medians of ``repeats`` interleaved rounds, steady
+    state timed inside the workers. Prints each against the ceiling and the load average; returns
+    ``{"runs": {name: median run}, "load_before", "load_after"}``.
+
+    >>> result = measure_sharing_cost(epochs=1, repeats=1)  # doctest: +ELLIPSIS
+    load average ...
+    >>> sorted(result["runs"])
+    ['hogwild', 'own models', 'own models, shared memory']
+    """
+    load_before = os.getloadavg()
+    runs = _median_runs(
+        {
+            "own models": lambda: _run_hogwild(2, epochs, method, own_models=True),
+            "own models, shared memory": lambda: _run_hogwild(
+                2, epochs, method, own_models=True, own_in_shared_memory=True
+            ),
+            "hogwild": lambda: _run_hogwild(2, epochs, method),
+        },
+        repeats,
+    )
+    load_after = os.getloadavg()
+    print(
+        f"load average {load_before[0]:.2f} before, {load_after[0]:.2f} after, {os.cpu_count()} cores; "
+        f"{method}; 2 processes x 1 thread; median of {repeats} interleaved rounds of {epochs:g} epochs"
+    )
+    ceiling = runs["own models"]["steady"]
+    for name, run in runs.items():
+        print(f"  {name:<27} {run['steady']:9,.0f} samples/s  {run['steady'] / ceiling:5.2f} of the ceiling")
+    return {"runs": runs, "load_before": load_before, "load_after": load_after}
+
+
+def measure_threads(
+    threads: tuple[int, ...] | None = None,
+    nprocs: int = 2,
+    epochs: float = 4,
+    repeats: int = 1,
+    method: str = "spawn",
+) -> dict:
+    """Hogwild with ``nprocs`` processes x each of ``threads`` threads per process: steady-state
+    samples/s, medians of ``repeats`` interleaved rounds. Notebook 05, appendix "processes x threads".
+
+    ``method`` must not be fork when a thread count is above 1 (a fork child of a process that ran
+    parallel ops hangs in GNU OpenMP; notebook 04). Prints one line per thread count, against the
+    ``os.cpu_count() // nprocs`` threads that PyTorch's docs advise (``threads`` defaults to that
+    count, twice and four times it: 1, 2 and 4 for 2 processes on 2 cores), and the load average; returns
+    ``{"runs": {threads: median run}, "advised": threads, "load_before", "load_after"}``.
+
+    >>> measure_threads(threads=(1,), epochs=1)["advised"] >= 1  # doctest: +ELLIPSIS
+    load average ...
+    True
+    """
+    cores = os.cpu_count() or 1
+    advised = max(1, cores // nprocs)
+    threads = threads or (advised, 2 * advised, 4 * advised)
+    load_before = os.getloadavg()
+    runs = _median_runs(
+        {t: (lambda t=t: _run_hogwild(nprocs, epochs, method, threads=t)) for t in threads}, repeats
+    )
+    load_after = os.getloadavg()
+    print(
+        f"load average {load_before[0]:.2f} before, {load_after[0]:.2f} after, {cores} cores; {method}; "
+        f"{nprocs} Hogwild processes; median of {repeats}; advised: {cores} // {nprocs} = {advised} thread(s)"
+    )
+    base = runs[advised]["steady"] if advised in runs else None
+    for t, run in runs.items():
+        against = f"  {run['steady'] / base:5.2f}x the advised" if base else ""
+        flag = "  oversubscribed" if nprocs * t > cores else ""
+        print(f"  {nprocs} x {t} = {nprocs * t} threads: {run['steady']:9,.0f} samples/s{against}{flag}")
+    return {"runs": runs, "advised": advised, "load_before": load_before, "load_after": load_after}
 
 
 _EXPLORED: dict[int, dict] = {}

@@ -141,6 +141,59 @@ def test_own_models_trains_a_model_per_worker_and_leaves_the_shared_one_alone():
     assert run["label"].endswith(", own models") and run["accuracy"] is None and run["steady"] > 0
 
 
+def _own_models(monkeypatch, method: str, in_shared_memory: bool) -> list:
+    """The models an own-models run trains, as this process sees them after the run."""
+    made = []
+
+    def recording(*args):
+        made.append(make_model(*args))
+        return made[-1]
+
+    monkeypatch.setattr(hogwild, "make_model", recording)
+    run = hogwild._run_hogwild(2, 1, method, own_models=True, own_in_shared_memory=in_shared_memory)
+    assert run["label"].endswith("own models in shared memory" if in_shared_memory else "own models")
+    return made[1:]  # made[0] is the shared model, unused by an own-models run
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_own_models_in_shared_memory_are_trained_in_the_parents_memory(monkeypatch, method):
+    untrained = make_model(0, hogwild.HIDDEN)[0].weight
+    own = _own_models(monkeypatch, method, in_shared_memory=True)
+    assert all(m[0].weight.is_shared() and not torch.equal(m[0].weight, untrained) for m in own)
+    assert not torch.equal(own[0][0].weight, own[1][0].weight)  # a model each: seed + rank batches
+
+
+def test_own_private_models_under_fork_stay_private(monkeypatch):
+    if "fork" not in METHODS:
+        pytest.skip("no fork on this platform")
+    untrained = make_model(0, hogwild.HIDDEN)[0].weight
+    own = _own_models(monkeypatch, "fork", in_shared_memory=False)
+    assert all(not m[0].weight.is_shared() and torch.equal(m[0].weight, untrained) for m in own)
+
+
+def test_measure_sharing_cost_reports_three_runs_against_the_ceiling(capsys):
+    result = hogwild.measure_sharing_cost(epochs=1, repeats=1, method=METHODS[0])
+    assert list(result["runs"]) == ["own models", "own models, shared memory", "hogwild"]
+    assert result["runs"]["hogwild"]["accuracy"] is not None
+    assert result["runs"]["own models"]["accuracy"] is None
+    out = capsys.readouterr().out
+    assert "load average" in out and out.count("of the ceiling") == 3 and " 1.00 of the ceiling" in out
+    assert live_children() == []
+
+
+def test_measure_threads_runs_the_advised_count_and_its_multiples(capsys, monkeypatch):
+    monkeypatch.setattr(hogwild.os, "cpu_count", lambda: 2)  # the notebook's case on any machine
+    result = hogwild.measure_threads(nprocs=2, epochs=1, method="spawn")
+    assert result["advised"] == 1 and list(result["runs"]) == [1, 2, 4]
+    assert all(run["label"] == f"2 proc x {t} thr spawn" for t, run in result["runs"].items())
+    out = capsys.readouterr().out
+    assert "advised: 2 // 2 = 1 thread(s)" in out and " 1.00x the advised" in out
+    assert "oversubscribed" not in out.split("2 x 2 = 4")[0] and out.count("oversubscribed") == 2
+    with pytest.raises(ValueError, match="OpenMP"):
+        hogwild.measure_threads(threads=(2,), nprocs=2, epochs=1, method="fork")
+    assert live_children() == []
+
+
 def test_run_single_stops_after_its_budget():
     def steps_done(run):  # steady = samples / wall, BATCH_SIZE samples a step
         return round(run["steady"] * run["wall"] / hogwild.BATCH_SIZE)

@@ -8,7 +8,7 @@ unresolvable hostname or a busy ``MASTER_PORT``, leftover children and stale sha
 :func:`check` measures each and returns :class:`Finding` objects; :func:`inspect` reports every
 process of a stuck job's tree with its state, what it waits on and its Python stack.
 
-From a shell (notebooks 00 and 08 use the same functions)::
+From a shell (notebooks 00 and 10 call :func:`check` in a cell)::
 
     python -m helpers.doctor                          # this machine
     python -m helpers.doctor --target mypkg.train:worker --nprocs 4

@@ -58,7 +58,7 @@ def check(
     - ``only``: names from :data:`CHECKS` to run (default: all that apply).
 
     Raises :class:`DoctorError` for a malformed or unimportable target. Notebook 00 (your
-    environment) prints it; notebook 08 diagnoses a bad target and a hung child with it.
+    environment) prints it; notebook 10 checks a bad target and a busy port with it.
 
     >>> [f.name for f in check(only=["open files", "master port"], master_port=0)]
     ['open files', 'master port']

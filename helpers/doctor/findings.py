@@ -88,7 +88,7 @@ _ABOUT = {
         "torch picks its thread count from the cores it sees, not from a container's CPU "
         "quota; N processes x T threads above the usable CPUs oversubscribe and run slower.",
         "In each of N workers: torch.set_num_threads(max(1, usable_cpus // N)); or set OMP_NUM_THREADS.",
-        "04 §2 The CPU twin: OpenMP after fork; 05 §2 The Hogwild pattern",
+        "05 §Appendix: processes x threads on the cores; 05 §2 The Hogwild pattern",
         "PyTorch docs 'CPU in multiprocessing' (PR #103229)",
     ),
     "CUDA initialised": (

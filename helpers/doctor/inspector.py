@@ -64,7 +64,7 @@ def _thread_wait(pid: int, tid: str, maps: dict[tuple[int, int], str]) -> tuple[
 class ProcessReport:
     """One process of a stuck job's tree: its state, what its threads wait on, its Python stack.
 
-    Notebook 08 section 1 prints them, through :func:`format_inspection`.
+    ``python -m helpers.doctor --inspect PID`` prints them, through :func:`format_inspection`.
     """
 
     pid: int
@@ -182,7 +182,8 @@ def inspect(pid: int, timeout: float = 10.0) -> list[ProcessReport]:
     the thread is in, e.g. a futex wait in libgomp for the OpenMP fork hang). Stacks come from
     ``py-spy dump`` or, where it cannot attach, from faulthandler in processes that ran
     :func:`register_stack_dump`; otherwise the report says why there is none. Raises
-    :class:`DoctorError` when ``pid`` does not exist. Notebook 08 §1 diagnoses a hung child with it.
+    :class:`DoctorError` when ``pid`` does not exist. ``python -m helpers.doctor --inspect PID`` runs it
+    (notebook 08 §1 reads a hung child's stacks with faulthandler and py-spy directly).
 
     >>> import subprocess, sys
     >>> child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
@@ -205,7 +206,7 @@ def inspect(pid: int, timeout: float = 10.0) -> list[ProcessReport]:
 
 def format_inspection(reports: Sequence[ProcessReport]) -> str:
     """:func:`inspect`'s reports as text: one block per process, its waits, then its stacks.
-    Notebook 08 section 1 prints it for a hung job.
+    ``python -m helpers.doctor --inspect PID`` prints it for a hung job.
 
     >>> print(format_inspection([ProcessReport(7, 1, "python", "python x.py", "sleeping",
     ...                                        {"futex": 1}, "Thread 7 ...", "py-spy")]))
