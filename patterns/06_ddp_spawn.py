@@ -3,7 +3,7 @@
 import socket
 from datetime import timedelta
 
-import torch.distributed.nn  # first (binds torch): imported later by DDP, 1 run in ~30 aborts at exit (nb 06)
+import torch.distributed.nn  # first, or ~1 run in 30 aborts at exit: see upstream/dist_nn_abort_at_exit.py
 
 
 def train(rank, world_size, port, timeout=timedelta(seconds=60)):  # a demo: seconds; a real job: minutes
