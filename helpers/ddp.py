@@ -43,7 +43,7 @@ import torch
 import torch.distributed as dist
 
 # Before any process group exists, on purpose: imported first by DDP's constructor, it would hold
-# the group for ever and a rank could abort at exit (see gloo_threads_left).
+# the group for ever and a rank could abort at exit (gloo_threads_left; upstream/dist_nn_abort_at_exit.py).
 import torch.distributed.nn  # noqa: F401
 import torch.multiprocessing as mp
 import torch.nn.functional as F
