@@ -57,7 +57,8 @@ if __name__ == "__main__":
     model = digits.make_model(seed=ddp.SEED)
     model.load_state_dict(state["model"])
     _, _, x_test, y_test = digits.load_digits_split()
-    print(f"rank 0 of 1 trained {state['epoch'] + 1} epochs with nccl; its snapshot's tensors were on {where}")
+    print(f"rank 0 of 1 trained {state['epoch'] + 1} epochs with nccl;",
+          f"its snapshot's tensors were on {where}")
     print(f"{torch.cuda.get_device_name()}: test accuracy {digits.accuracy(model.cpu(), x_test, y_test):.3f}")
 """
 
