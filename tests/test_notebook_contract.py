@@ -6,6 +6,7 @@ The checks that are more than a comparison are shown failing here on small noteb
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -230,3 +231,8 @@ def test_the_taught_rule_wants_each_call_in_the_pattern_and_on_the_main_path(tmp
         "99_probe.py does not contain `share_memory_`, which 99_probe.ipynb teaches",
         "99_probe.ipynb's main path never names `share_memory_`",
     ]
+    # Names, attributes, keyword arguments, imports and strings all count as contained:
+    used = notebook_rules.names_used(
+        ast.parse("import multiprocessing as mp\nq = mp.Queue(maxsize=1)\nq.put('x')")
+    )
+    assert {"q", "Queue", "maxsize", "multiprocessing", "mp", "x"} <= used

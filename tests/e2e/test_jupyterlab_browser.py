@@ -25,17 +25,16 @@ import re
 import time
 from pathlib import Path
 
-import nbformat
 import pytest
 
-from tests.e2e.lab import CHROMIUM_ARGS, ROOT, chromium, lab_server
-from tests.test_diagrams import mermaid_blocks
+from tests.e2e.lab import CHROMIUM_ARGS, chromium, lab_server
+from tools.notebook_model import notebooks, read_notebook
 
 # Every notebook of the series; E2E_NOTEBOOKS (paths separated by os.pathsep) picks others.
 NOTEBOOKS = (
     [Path(p) for p in os.environ["E2E_NOTEBOOKS"].split(os.pathsep)]
     if os.environ.get("E2E_NOTEBOOKS")
-    else sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    else [nb.path for nb in notebooks()]
 )
 # Seconds for Run All, per notebook: a deadline, not a measurement. Under `make test` on CI's 2 cores
 # (load about 6) 01 and 09 passed 240 s (2026-11-25); alone, 01 takes about 60 s. E2E_RUN_TIMEOUT
@@ -108,12 +107,11 @@ COMMS_JS = "() => window.jupyterapp.shell.currentWidget.sessionContext.session.k
 
 
 def _code(path: Path) -> str:
-    nb = nbformat.read(path, as_version=4)
-    return "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    return "\n".join(cell.source for cell in read_notebook(path).code_cells)
 
 
 def _diagrams(path: Path) -> int:
-    return len(mermaid_blocks(nbformat.read(path, as_version=4)))
+    return len(read_notebook(path).diagrams)
 
 
 def _wait_for_state(page, predicate, timeout: float, what: str, polls: int = 1) -> dict:
