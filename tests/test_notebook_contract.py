@@ -120,6 +120,7 @@ def test_the_reading_time_rule_wants_the_header_to_match():
         "the opening cell has no '- **Needs:**' line",
         "the opening cell has no '- **Run time:**' line",
     ]
+    assert notebook_rules.header(probe(v4.new_code_cell(HEADER)))[0] == "opens with ''"  # not a markdown cell
 
 
 def test_the_diagram_rule_wants_a_valid_diagram_on_the_main_path():

@@ -566,7 +566,9 @@ def parse(nb: nbformat.NotebookNode, path: Path) -> Notebook:
     return Notebook(
         path=path,
         number=path.name[:2],
-        title_line=cells[0].source.splitlines()[0] if cells and cells[0].source else "",
+        title_line=cells[0].source.splitlines()[0]
+        if cells and cells[0].kind == "markdown" and cells[0].source
+        else "",
         header=_header(cells[0]) if cells else {},
         kernel=nb.metadata.get("kernelspec", {}).get("name", ""),
         schema_error=schema_error,
