@@ -89,7 +89,7 @@ def test_appendices_and_listings_are_counted_the_way_they_read():
     nb = probe(
         "# 99 · Probe\n\n- **Reading time:** about 1 min\n" + "word " * 190,
         "from helpers.source import show_source\nshow_source(show_source)",
-        "## Appendix: depth\n\n" + "word " * 400,
+        'md:<a id="appendix-depth"></a>\n## Appendix: depth\n\n' + "word " * 400,  # the anchor is not read
     )
     listed = len([line for line in source_text(show_source).splitlines() if line.strip()])
     assert nb.reading_time.main == pytest.approx((190 + 10) / 200 + (2 + listed) / 15)

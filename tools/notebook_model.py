@@ -7,7 +7,8 @@ and appendices, its reading time, the objects it displays with ``show_source``, 
 workers it starts in other processes, the pattern script it shows and runs, its Mermaid diagrams and
 the exercise it names. The rules over it are ``tests/notebook_rules.py``.
 
-Reading time: markdown words / 200 + code lines / 15, in minutes. Code lines are the non-blank
+Reading time: markdown words / 200 + code lines / 15, in minutes (section anchor lines,
+``<a id="..."></a>``, are not read and not counted). Code lines are the non-blank
 lines of code cells plus the lines each ``show_source`` listing displays (docstrings left out unless
 the call asks for them) and each ``show_script`` listing. The main path is every cell before the
 first cell with an ``Appendix`` heading; each appendix is counted on its own.
@@ -526,8 +527,9 @@ def _reading_time(notebook_cells, main, appendices, shown, folder) -> ReadingTim
         listed[item.code_cell] = listed.get(item.code_cell, 0) + non_blank(item.listing)
 
     def minutes(cell: Cell) -> float:
-        if cell.kind == "markdown":
-            return len(cell.source.split()) / WORDS_PER_MINUTE
+        if cell.kind == "markdown":  # as rendered: the invisible <a id="..."></a> lines left out
+            shown_text = "\n".join(line for line in cell.source.splitlines() if not ANCHOR.match(line))
+            return len(shown_text.split()) / WORDS_PER_MINUTE
         scripts = sum(non_blank(p.read_text()) for p in _scripts_shown(cell, strings, folder))
         return (non_blank(cell.source) + listed.get(cell.code_index, 0) + scripts) / CODE_LINES_PER_MINUTE
 
