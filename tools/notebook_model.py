@@ -31,30 +31,10 @@ import nbformat
 
 from helpers.source import source_text
 
-__all__ = [
-    "Cell",
-    "Diagram",
-    "Notebook",
-    "PatternUse",
-    "ReadingTime",
-    "Scope",
-    "Section",
-    "Shown",
-    "Started",
-    "cell_tree",
-    "mermaid_blocks",
-    "notebooks",
-    "object_at",
-    "parse",
-    "read_notebook",
-    "slug",
-]
-
 ROOT = Path(__file__).resolve().parent.parent
 SERIES = ROOT / "notebooks"
 WORDS_PER_MINUTE = 200
 CODE_LINES_PER_MINUTE = 15
-HEADER_FIELDS = ("Prerequisites", "Needs", "Reading time", "Run time")
 HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*$")
 NUMBERED = re.compile(r"^(\d+[a-z]?)\.[ \t]+(.*)$")
 ANCHOR = re.compile(r'^\s*<a\s+id="([^"]+)"\s*>\s*</a>\s*$')
@@ -65,22 +45,10 @@ PATTERN_PATH = re.compile(r"\.\./patterns/(\d\d)_\w+\.py")
 EXERCISE = re.compile(r"\bexercises/(ex\d\d_\w+\.py)")
 
 # Calls that run their first argument (or fn=/target=/func=/worker_init_fn=) in another process.
-LAUNCHERS = {
-    "spawn",
-    "start_processes",
-    "launch",
-    "run_with_deadline",
-    "spawn_with_deadline",
-    "map",
-    "map_async",
-    "imap",
-    "imap_unordered",
-    "starmap",
-    "starmap_async",
-    "apply",
-    "apply_async",
-    "submit",
-}
+LAUNCHERS = set(
+    "spawn start_processes launch run_with_deadline spawn_with_deadline map map_async imap imap_unordered "
+    "starmap starmap_async apply apply_async submit".split()
+)
 FUNCTION_KEYWORDS = ("fn", "target", "func", "worker_init_fn")
 DATASET_TAKERS = {"DataLoader"}
 
