@@ -3,7 +3,7 @@
 Every worker a notebook starts in another process lives in ``helpers`` (spawn and forkserver
 children import it by module and name). ``show_source`` displays that function's source, read from
 the module at run time, right before the notebook runs it, so the listing can never drift from
-what executes. ``tests/test_shown_code.py`` checks that every notebook does this.
+what executes. The rule ``shown-before-started`` (``tests/notebook_rules.py``) checks every notebook.
 
 Example::
 

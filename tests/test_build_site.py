@@ -14,6 +14,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from tools.notebook_model import notebooks as series
+from tools.notebook_model import parse
+
 ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("build_site", ROOT / "scripts" / "build_site.py")
 build_site = importlib.util.module_from_spec(_spec)
@@ -84,8 +87,6 @@ def test_build_executes_and_renders_a_browsable_site(fixture_notebook, tmp_path)
 
 
 def test_a_mermaid_diagram_becomes_a_drawn_diagram_on_the_page(fixture_notebook, tmp_path):
-    from tests.test_diagrams import mermaid_blocks
-
     nb = nbformat.read(fixture_notebook, as_version=4)
     diagram = 'flowchart LR\n  P["parent: fork()"] --> C[child]'
     nb.cells.insert(1, nbformat.v4.new_markdown_cell(f"## 1. How\n\n```mermaid\n{diagram}\n```\n"))
@@ -95,7 +96,11 @@ def test_a_mermaid_diagram_becomes_a_drawn_diagram_on_the_page(fixture_notebook,
     # nbconvert's lab template: the block as Mermaid's input element (HTML-escaped; Mermaid reads
     # its text) and the module script that imports Mermaid and draws every such element.
     drawn = re.findall(r'<div class="jp-Mermaid"><pre class="mermaid">\n(.*?)</pre></div>', page, re.S)
-    assert [html.unescape(d).strip() for d in drawn] == [b.strip() for b in mermaid_blocks(nb)] == [diagram]
+    assert (
+        [html.unescape(d).strip() for d in drawn]
+        == [d.source.strip() for d in parse(nb, fixture_notebook).diagrams]
+        == [diagram]
+    )
     assert 'document.querySelectorAll(".jp-Mermaid > pre.mermaid")' in page
     assert re.search(r'import\("https://[^"]+/mermaid[^"]*\.mjs"\)', page), "the script loads Mermaid"
     assert "language-mermaid" not in page, "the diagram is not rendered as a code listing"
@@ -117,7 +122,7 @@ def test_the_docstring_examples_run():
 
 def test_the_real_notebooks_each_get_a_page_and_an_index_entry(tmp_path):
     notebooks = build_site.discover_notebooks(ROOT / "notebooks")
-    assert notebooks == sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")) and notebooks
+    assert notebooks == [nb.path for nb in series()] and notebooks
     pages = build_site.build_site(notebooks, tmp_path / "site", execute=False)
     assert [p.filename for p in pages] == [f"{p.stem}.html" for p in notebooks]
     assert _local_links(tmp_path / "site" / "index.html") == [p.filename for p in pages]

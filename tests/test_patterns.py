@@ -24,10 +24,10 @@ notebook cell:
   ``p.terminate()`` and ``p.join(timeout=...)`` again. A process join is a ``.join`` on a name with
   a ``timeout=`` or a number (``p.join(60)``); ``kill()`` or an ``is_alive()`` test is another
   ending, and fails the check;
-- it contains the calls its notebook's main path teaches (``TAUGHT``), and the main path names them.
+- each pattern has its notebook's row in ``TAUGHT``, the calls that notebook teaches.
 
-Each notebook NN (01-09) calls ``show_script`` on ``../patterns/NN_*.py`` in its main path (before
-the first ``Appendix`` heading) and runs that file with ``subprocess.run`` in a code cell.
+What the notebooks do with their pattern (show it, run it, teach what it contains) are the rules
+``pattern`` and ``pattern-teaches`` of ``tests/notebook_rules.py``.
 """
 
 from __future__ import annotations
@@ -40,16 +40,13 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import nbformat
 import pytest
 
-from tests.reading_time import APPENDIX
-from tests.test_shown_code import _cell_tree
+from tests.notebook_rules import TAUGHT
 
 ROOT = Path(__file__).resolve().parent.parent
 PATTERNS = sorted((ROOT / "patterns").glob("[0-9][0-9]_*.py"))
 INDEX = ROOT / "patterns" / "README.md"
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 METHODS = multiprocessing.get_all_start_methods()
 # About 30 lines: 32, plus the 3-line ending of a bounded join and the producer's one thread (03).
 MAX_LINES = 36
@@ -60,35 +57,6 @@ ONE_METHOD = {"06_ddp_spawn.py", "09_torchrun_worker.py"}
 RUN_TIMEOUT = 120
 ALLOWED_IMPORTS = set(sys.stdlib_module_names) | {"torch", "numpy"}
 QUEUE_NAME = re.compile(r"(^|_)(q|queue|queues)(_|$)|queue$", re.IGNORECASE)
-PATTERN_PATH = re.compile(r"\.\./patterns/(\d\d)_\w+\.py")
-
-# Notebooks that do not yet end their main path with their pattern script; each leaves the set when
-# it does (strict: a notebook listed here that already passes fails the test, so the set cannot go
-# stale).
-NOT_YET_PATTERNED = {}
-
-# What each notebook's main path teaches, which its pattern must contain: identifiers (a name, an
-# attribute, a keyword argument, an import, a string such as an environment variable's name) and
-# calls written as their source's ending (``.put(None)``: the sentinel). Each is also checked to be
-# named on the notebook's main path, so the table cannot drift from what the notebook teaches.
-TAUGHT = {
-    "01": ["get_context", "Process", "join", "exitcode", "terminate"],
-    "02": ["share_memory_"],
-    "03": ["Queue", "get", ".put(None)", "Event"],
-    "04": ["set_device"],
-    "05": ["share_memory"],
-    "06": [
-        "init_process_group",
-        "DistributedDataParallel",
-        "DistributedSampler",
-        "set_epoch",
-        "destroy_process_group",
-    ],
-    "07": ["get_worker_info", "generator", "persistent_workers"],
-    "08": ["faulthandler"],
-    "09": ["init_process_group", "LOCAL_RANK"],
-    "10": ["Join"],
-}
 
 
 # --- the checks, as functions the probe tests below run on files of their own ----------------------
@@ -181,45 +149,6 @@ def unended_joins(tree: ast.Module) -> list[str]:
     return found
 
 
-def names_used(tree: ast.Module) -> set[str]:
-    """Every identifier a file uses: names, attributes, keyword arguments, imports, string constants."""
-    found = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
-            found.add(node.id)
-        elif isinstance(node, ast.Attribute):
-            found.add(node.attr)
-        elif isinstance(node, ast.keyword) and node.arg:
-            found.add(node.arg)
-        elif isinstance(node, ast.alias):
-            found.update({node.name, *node.name.split("."), node.asname or node.name})
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            found.add(node.value)
-    return found
-
-
-def taught_findings(pattern: Path, notebook: Path, taught: list[str]) -> list[str]:
-    """What of ``taught`` the pattern file does not contain, or the notebook's main path never names."""
-    tree = ast.parse(pattern.read_text())
-    used = names_used(tree)
-    calls = [ast.unparse(node) for node in ast.walk(tree) if isinstance(node, ast.Call)]
-    main_path = []
-    for cell in nbformat.read(notebook, as_version=4).cells:
-        if cell.cell_type == "markdown" and APPENDIX.search(cell.source):
-            break
-        main_path.append(cell.source)
-    text = "\n".join(main_path)
-    problems = []
-    for item in taught:
-        contained = any(c.endswith(item) for c in calls) if item.startswith(".") else item in used
-        if not contained:
-            problems.append(f"{pattern.name} does not contain `{item}`, which {notebook.name} teaches")
-        words = re.findall(r"\w+", item) if item.startswith(".") else [item]  # .put(None): put, None
-        if not all(re.search(rf"(?<!\w){re.escape(word)}(?!\w)", text) for word in words):
-            problems.append(f"{notebook.name}'s main path never names `{item}`")
-    return problems
-
-
 def _has_main_guard(tree: ast.Module) -> bool:
     for node in tree.body:
         if isinstance(node, ast.If) and isinstance(node.test, ast.Compare):
@@ -301,53 +230,6 @@ def index_findings(index: Path, patterns: list[Path]) -> list[str]:
     ]
 
 
-def notebook_findings(path: Path, patterns_dir: Path) -> list[str]:
-    """Whether notebook NN's main path shows ``../patterns/NN_*.py`` with show_script and runs it."""
-    number = path.name[:2]
-    code = []
-    for cell in nbformat.read(path, as_version=4).cells:
-        if cell.cell_type == "markdown" and APPENDIX.search(cell.source):
-            break
-        if cell.cell_type == "code":
-            code.append(_cell_tree(cell.source))
-    constants = {
-        node.value
-        for tree in code
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Constant)
-        and isinstance(node.value, str)
-        and PATTERN_PATH.fullmatch(node.value)
-    }
-    mine = {c for c in constants if PATTERN_PATH.fullmatch(c)[1] == number}
-    if not mine:
-        return [f"no code cell of the main path names ../patterns/{number}_*.py"]
-    problems = [f"{c} does not exist" for c in sorted(mine) if not (patterns_dir / Path(c).name).is_file()]
-    # A variable bound to the path stands for it: PATTERN = "../patterns/01_x.py"
-    names = {
-        target.id
-        for tree in code
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and node.value.value in mine
-        for target in node.targets
-        if isinstance(target, ast.Name)
-    }
-
-    def mentions(node: ast.AST) -> bool:
-        return any(
-            (isinstance(n, ast.Constant) and n.value in mine) or (isinstance(n, ast.Name) and n.id in names)
-            for n in ast.walk(node)
-        )
-
-    calls = [node for tree in code for node in ast.walk(tree) if isinstance(node, ast.Call)]
-    shown = any(ast.unparse(c.func).endswith("show_script") and c.args and mentions(c.args[0]) for c in calls)
-    ran = any(ast.unparse(c.func) == "subprocess.run" and mentions(c) for c in calls)
-    if not shown:
-        problems.append(f"the main path does not call show_script on ../patterns/{number}_*.py")
-    if not ran:
-        problems.append(f"no code cell of the main path runs ../patterns/{number}_*.py with subprocess.run")
-    return problems
-
-
 # --- the series --------------------------------------------------------------------------------------
 
 
@@ -365,14 +247,6 @@ def test_the_pattern_is_short_self_contained_and_bounded(path):
     assert not problems, f"{path.name}: {problems}"
 
 
-@pytest.mark.parametrize("number", sorted(TAUGHT))
-def test_the_pattern_contains_what_its_notebook_teaches(number):
-    (pattern,) = [p for p in PATTERNS if p.name[:2] == number]
-    (notebook,) = [n for n in NOTEBOOKS if n.name[:2] == number]
-    problems = taught_findings(pattern, notebook, TAUGHT[number])
-    assert not problems, problems
-
-
 def test_every_patterned_notebook_has_its_row_of_what_it_teaches():
     assert sorted(TAUGHT) == sorted(p.name[:2] for p in PATTERNS)
 
@@ -380,15 +254,6 @@ def test_every_patterned_notebook_has_its_row_of_what_it_teaches():
 def test_the_index_lists_every_pattern_and_nothing_else():
     problems = index_findings(INDEX, PATTERNS)
     assert not problems, problems
-
-
-@pytest.mark.parametrize("path", [p for p in NOTEBOOKS if p.name[:2] != "00"], ids=lambda p: p.name)
-def test_the_notebook_shows_and_runs_its_pattern(path):
-    problems = notebook_findings(path, ROOT / "patterns")
-    if path.name in NOT_YET_PATTERNED:
-        assert problems, f"{path.name} shows and runs its pattern now: remove it from NOT_YET_PATTERNED"
-        pytest.xfail(f"not yet given its pattern: {problems}")
-    assert not problems, f"{path.name}: {problems}"
 
 
 # --- the checks, on probe files ------------------------------------------------------------------------
@@ -489,39 +354,6 @@ def test_the_index_check_finds_missing_and_stale_entries(tmp_path):
     ]
 
 
-def test_the_notebook_check_wants_the_pattern_shown_and_run_on_the_main_path(tmp_path):
-    v4 = nbformat.v4
-    patterns_dir = tmp_path / "patterns"
-    patterns_dir.mkdir()
-    (patterns_dir / "07_probe.py").write_text(GOOD)
-    shown = [
-        v4.new_code_cell(
-            "from helpers.source import show_script\n"
-            'PATTERN = "../patterns/07_probe.py"\n'
-            "show_script(PATTERN)"
-        ),
-        v4.new_code_cell(
-            "done = subprocess.run([sys.executable, PATTERN, 'spawn'], capture_output=True, text=True, "
-            "timeout=120)"
-        ),
-    ]
-    path = tmp_path / "07_probe.ipynb"
-
-    def findings(cells):
-        nbformat.write(v4.new_notebook(cells=cells), path)
-        return notebook_findings(path, patterns_dir)
-
-    assert findings(shown) == []
-    assert findings([v4.new_markdown_cell("## Appendix: the pattern"), *shown]) == [
-        "no code cell of the main path names ../patterns/07_*.py"
-    ]
-    assert findings(shown[:1]) == [
-        "no code cell of the main path runs ../patterns/07_*.py with subprocess.run"
-    ]
-    renamed = [v4.new_code_cell(c.source.replace("07_probe", "07_other")) for c in shown]
-    assert findings(renamed) == ["../patterns/07_other.py does not exist"]
-
-
 def test_the_join_ending_check_wants_terminate_then_a_bounded_join(tmp_path):
     ending = "    if child.exitcode is None:\n        child.terminate()\n        child.join(timeout=5)\n"
     assert ending in GOOD
@@ -553,23 +385,3 @@ def test_the_join_ending_check_wants_terminate_then_a_bounded_join(tmp_path):
     assert unended_joins(ast.parse(loops)) == []
     others = "p.join(60)\nx.join(timeout=1)\n', '.join(parts)\nos.path.join('a', 'b')\nsep.join(parts)\n"
     assert [f.split(":")[0] for f in unended_joins(ast.parse(others))] == ["line 1", "line 2"]
-
-
-def test_the_taught_check_wants_each_call_in_the_pattern_and_on_the_main_path(tmp_path):
-    v4 = nbformat.v4
-    notebook = tmp_path / "07_probe.ipynb"
-    cells = [
-        v4.new_markdown_cell("`mp.get_context(method)`, then `q.put(None)` ends the stream."),
-        v4.new_code_cell("ctx = mp.get_context('spawn')"),
-        v4.new_markdown_cell("## Appendix: exit codes\n\n`child.exitcode` says how it ended."),
-    ]
-    nbformat.write(v4.new_notebook(cells=cells), notebook)
-    pattern = _probe(tmp_path, GOOD)
-    assert taught_findings(pattern, notebook, ["get_context", "exitcode", "share_memory_", ".put(None)"]) == [
-        "07_probe.ipynb's main path never names `exitcode`",
-        "99_probe.py does not contain `share_memory_`, which 07_probe.ipynb teaches",
-        "07_probe.ipynb's main path never names `share_memory_`",
-        "99_probe.py does not contain `.put(None)`, which 07_probe.ipynb teaches",
-    ]
-    # Names, attributes, keyword arguments, imports and strings all count as contained:
-    assert {"queue", "Process", "timeout", "multiprocessing", "mp", "__main__"} <= names_used(ast.parse(GOOD))

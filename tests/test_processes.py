@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 
 import pytest
@@ -12,6 +13,7 @@ import torch
 from helpers.processes import (
     dev_shm_entries,
     kill_tree,
+    linux_only,
     live_children,
     reap,
     run_python_script,
@@ -208,3 +210,11 @@ def test_descendants_are_found_as_psutil_finds_them_grandchildren_included():
     finally:
         kill_tree(tree.pid)
     assert processes._descendant_pids(tree.pid) == []  # gone
+
+
+def test_linux_only_is_true_on_linux_and_silent(monkeypatch, capsys):
+    monkeypatch.setattr(sys, "platform", "linux")
+    assert linux_only("/proc") is True and capsys.readouterr().out == ""
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert linux_only("/proc") is False
+    assert capsys.readouterr().out == "needs Linux (/proc): skipped on darwin\n"

@@ -21,8 +21,9 @@ import inspect
 import re
 from pathlib import Path
 
-import nbformat
 import pytest
+
+from tools.notebook_model import cell_tree, notebooks
 
 ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("gen_api_reference", ROOT / "scripts" / "gen_api_reference.py")
@@ -36,9 +37,8 @@ def names_in_code(source: str) -> set[str]:
     >>> sorted(names_in_code("from helpers.dataloading import draws as d\\nd(hd.collect(x))"))
     ['collect', 'd', 'draws', 'hd', 'x']
     """
-    lines = [line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))]
     found: set[str] = set()
-    for node in ast.walk(ast.parse("\n".join(lines))):
+    for node in ast.walk(cell_tree(source)):
         if isinstance(node, ast.Name):
             found.add(node.id)
         elif isinstance(node, ast.Attribute):
@@ -62,9 +62,8 @@ def readme_examples() -> list[str]:
 def users() -> dict[str, set[str]]:
     """What uses which names: ``{source label: names it uses}`` for every place that counts."""
     sources: dict[str, set[str]] = {}
-    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
-        cells = [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
-        sources[f"notebooks/{path.name}"] = set().union(*(names_in_code(c) for c in cells))
+    for nb in notebooks():
+        sources[f"notebooks/{nb.name}"] = set().union(*(names_in_code(c.source) for c in nb.code_cells))
     for folder in ("scripts", "coursework", "exercises", "solutions", "helpers"):
         for path in sorted((ROOT / folder).rglob("*.py")):
             sources[str(path.relative_to(ROOT))] = names_in_code(path.read_text())
@@ -80,7 +79,7 @@ def users() -> dict[str, set[str]]:
 def shown_commands() -> set[str]:
     """The ``helpers`` modules that README.md or a notebook runs as ``python -m helpers.X``."""
     texts = [(ROOT / "README.md").read_text()]
-    texts += [path.read_text() for path in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")]
+    texts += [nb.path.read_text() for nb in notebooks()]
     return set(re.findall(r"-m (helpers(?:\.\w+)+)", "\n".join(texts)))
 
 

@@ -39,11 +39,6 @@ SECTION_OF = re.compile(rf"\b[Ss]ections?\s+({_LIST}) of notebook (\d\d)\b")  # 
 OWN_SECTION = re.compile(rf"\b[Ss]ections?\s+({_LIST})")  # in a notebook: one of its own sections
 HEADING = re.compile(r"^(#{2,3}) +(?:(\d+[a-z]?)\. +)?(.+?)\s*$", re.MULTILINE)
 
-# Notebooks being renumbered right now (issue "A series a learner can finish"): a wrong reference to
-# one of them is expected (xfail) until their new numbering is merged, then the set is emptied. A
-# listed notebook that every reference gets right passes (the renumbering may land one at a time).
-PENDING_NOTEBOOKS: set[str] = set()
-
 
 @dataclass(frozen=True)
 class Reference:
@@ -193,8 +188,6 @@ def findings() -> dict[str, list[str]]:
 @pytest.mark.parametrize("number", sorted(NOTEBOOKS))
 def test_every_reference_to_the_notebook_names_a_section_it_has(number, findings):
     problems = findings.get(number, [])
-    if number in PENDING_NOTEBOOKS and problems:
-        pytest.xfail(f"notebook {number} is being renumbered: {problems}")
     assert not problems, "\n".join(problems)
 
 

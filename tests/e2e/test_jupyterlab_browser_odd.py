@@ -1,10 +1,10 @@
 """The odd-indexed half of the browser test (``test_jupyterlab_browser.py`` runs the others): a module
 of its own, so that pytest-xdist's ``--dist loadscope`` runs it on another worker, with its own
-JupyterLab and Chromium."""
+JupyterLab and Chromium (``tests/e2e/jupyterlab_run.py`` holds the driver and the fixtures)."""
 
 import pytest
 
-from tests.e2e.test_jupyterlab_browser import (  # noqa: F401 (the fixtures, one set per module)
+from tests.e2e.jupyterlab_run import (  # noqa: F401 (the fixtures, one set per module)
     NOTEBOOKS,
     RUN_TIMEOUT,
     browser,

@@ -1,0 +1,424 @@
+"""What every notebook of the series must satisfy: one table, ``RULES``, over ``tools.notebook_model``.
+
+Each rule is an id, the one-line statement CONTRIBUTING.md lists, and a check: a function from a
+:class:`~tools.notebook_model.Notebook` to the problems it finds (empty when the notebook keeps the
+rule). ``tests/test_notebook_contract.py`` runs every rule on every notebook, and checks that
+CONTRIBUTING.md lists the table as ``python -m tests.notebook_rules`` prints it.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import io
+import re
+import statistics
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from helpers.processes import linux_only
+from helpers.source import source_text
+from tools.notebook_model import ROOT, Notebook, notebooks
+
+MAIN_PATH_MINUTES = 20
+APPENDIX_MINUTES = 10
+READING_TIME = re.compile(r"about (\d+) min")
+MEDIAN_CELL_LINES = 8
+LONGEST_CELL_LINES = 25
+DIAGRAM_TYPES = (
+    "flowchart",
+    "graph",
+    "sequenceDiagram",
+    "stateDiagram",
+    "stateDiagram-v2",
+    "classDiagram",
+    "timeline",
+    "gantt",
+    "block-beta",
+)
+# The parent side is written with the plain API: each notebook starts processes itself at least once.
+PLAIN_LAUNCHES = {"Process", "spawn", "start_processes", "DataLoader", "Pool"}
+# A shown pattern fits in a learner's head: about 25 lines. The complete DDP training function of
+# notebook 06 is the one named exception (issue "Show the code that runs (1 of 3)").
+SHOWN_LINES = 25
+LONGER_SHOWN = {"helpers.ddp.train": 42}
+# Names that only work on Linux (helpers that read /proc or /dev/shm, the file_descriptor probes and
+# their results, the pipe-capacity fcntl): used only under `if linux_only(...)`.
+LINUX_ONLY = {
+    "memory_region",
+    "shared_memory_segments",
+    "strategy_footprint",
+    "fd_limit_probe",
+    "torch_entries_of",
+    "F_GETPIPE_SZ",
+    "footprint",
+    "probes",
+}
+OTHER_PLATFORMS = ("darwin", "win32")
+# What each notebook's main path teaches, which its pattern must contain: identifiers (a name, an
+# attribute, a keyword argument, an import, a string such as an environment variable's name) and
+# calls written as their source's ending (``.put(None)``: the sentinel). Each is also checked to be
+# named on the notebook's main path, so the table cannot drift from what the notebook teaches.
+TAUGHT = {
+    "01": ["get_context", "Process", "join", "exitcode", "terminate"],
+    "02": ["share_memory_"],
+    "03": ["Queue", "get", ".put(None)", "Event"],
+    "04": ["set_device"],
+    "05": ["share_memory"],
+    "06": [
+        "init_process_group",
+        "DistributedDataParallel",
+        "DistributedSampler",
+        "set_epoch",
+        "destroy_process_group",
+    ],
+    "07": ["get_worker_info", "generator", "persistent_workers"],
+    "08": ["faulthandler"],
+    "09": ["init_process_group", "LOCAL_RANK"],
+    "10": ["Join"],
+}
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One notebook rule: its id, what it demands in a line, and the check that finds what breaks it."""
+
+    id: str
+    statement: str
+    check: Callable[[Notebook], list[str]]
+
+
+def committed_clean(nb: Notebook) -> list[str]:
+    problems = [
+        f"cell {c.index} has outputs; clear them before committing" for c in nb.cells if c.has_outputs
+    ]
+    problems += [
+        f"code cell {c.code_index} does not parse: {c.syntax_error}" for c in nb.code_cells if c.syntax_error
+    ]
+    if nb.schema_error:
+        problems.append(f"not a valid nbformat 4 notebook: {nb.schema_error}")
+    if nb.kernel != "python3":
+        problems.append(f"kernel {nb.kernel!r}: use the environment's python3")
+    return problems
+
+
+def header(nb: Notebook) -> list[str]:
+    problems = [] if nb.title_line.startswith(f"# {nb.number} · ") else [f"opens with {nb.title_line!r}"]
+    fields = ("Prerequisites", "Needs", "Run time")
+    return problems + [
+        f"the opening cell has no '- **{name}:**' line" for name in fields if name not in nb.header
+    ]
+
+
+def reading_time(nb: Notebook) -> list[str]:
+    times, problems = nb.reading_time, []
+    if times.main > MAIN_PATH_MINUTES:
+        problems.append(f"main path reads in {times.main:.1f} min (at most {MAIN_PATH_MINUTES})")
+    if times.appendix_total > APPENDIX_MINUTES:
+        problems.append(f"appendices read in {times.appendix_total:.1f} min (at most {APPENDIX_MINUTES})")
+    stated = READING_TIME.match(nb.header.get("Reading time", ""))
+    if stated is None or int(stated[1]) != times.header_minutes:
+        problems.append(f"the header must say '**Reading time:** about {times.header_minutes} min'")
+    return problems
+
+
+def numbering_gaps(numbers: list[str]) -> list[str]:
+    """Where ``numbers`` skips or repeats: sections run 1, 2, 3...; subsections 2a, 2b... under 2.
+
+    >>> numbering_gaps(["1", "2", "2a", "2b", "3"]), numbering_gaps(["1", "3", "3b"])
+    ([], ['3 after 1', '3b after 3'])
+    """
+    gaps, previous = [], "0"
+    for number in numbers:
+        section, letter = int(re.match(r"\d+", number)[0]), number[-1] if number[-1].isalpha() else ""
+        last_section = int(re.match(r"\d+", previous)[0])
+        last_letter = previous[-1] if previous[-1].isalpha() else ""
+        expected = (
+            section == last_section and letter == chr(ord(last_letter or "`") + 1)
+            if letter
+            else section == last_section + 1
+        )
+        if not expected:
+            gaps.append(f"{number} after {previous}")
+        previous = number
+    return gaps
+
+
+def sections(nb: Notebook) -> list[str]:
+    numbers = [s.number for s in nb.sections if s.number]
+    problems = [f"sections {numbers}: {gap}" for gap in numbering_gaps(numbers)]
+    ids = [s.id for s in nb.sections]
+    problems += [f"two sections have the id {i!r}" for i in sorted({i for i in ids if ids.count(i) > 1})]
+    titles = [s.title for s in nb.sections if s.level == 2 and not s.number]
+    if "Summary" not in titles or "Exercises" not in titles:
+        problems.append("no '## Summary' and '## Exercises' sections")
+    elif titles.index("Summary") > titles.index("Exercises"):
+        problems.append("'## Summary' comes after '## Exercises'")
+    hidden = [
+        f"code cell {cell.code_index}: {line.strip()}"
+        for cell in nb.code_cells
+        for line in cell.source.splitlines()
+        if re.match(r"\s*#\s*#{1,6}\s", line)
+    ]
+    return problems + [f"a heading hides in a code cell (use a markdown cell): {h}" for h in hidden]
+
+
+def short_cells(nb: Notebook) -> list[str]:
+    lengths = sorted(len(cell.source.splitlines()) for cell in nb.code_cells) or [0]
+    problems = []
+    if statistics.median_high(lengths) > MEDIAN_CELL_LINES:
+        problems.append(
+            f"median code cell {statistics.median_high(lengths)} lines (at most {MEDIAN_CELL_LINES})"
+        )
+    longest = max(nb.code_cells, key=lambda c: len(c.source.splitlines()), default=None)
+    if longest is not None and lengths[-1] > LONGEST_CELL_LINES:
+        problems.append(
+            f"code cell {longest.code_index}: {lengths[-1]} lines (at most {LONGEST_CELL_LINES}); split it"
+        )
+    return problems
+
+
+def no_set_start_method(nb: Notebook) -> list[str]:
+    return [
+        f"code cell {cell.code_index} calls set_start_method, which fails when the cell is re-run: "
+        "use mp.get_context(...)"
+        for cell in nb.code_cells
+        if "set_start_method(" in cell.source
+    ]
+
+
+def diagram(nb: Notebook) -> list[str]:
+    problems = [
+        f"a diagram starts with {d.kind!r}, not a diagram type ({', '.join(DIAGRAM_TYPES)})"
+        for d in nb.diagrams
+        if d.kind not in DIAGRAM_TYPES
+    ]
+    if not any(d.main_path for d in nb.diagrams):
+        problems.insert(
+            0, "no ```mermaid block in a markdown cell of the main path (before the first Appendix)"
+        )
+    return problems
+
+
+def shown_before_started(nb: Notebook) -> list[str]:
+    problems = []
+    for start in nb.started:
+        before = {id(s.obj) for s in nb.shown if s.obj is not None and s.position < start.position}
+        wrapped = getattr(start.obj, "__wrapped__", None)
+        if start.obj is None or (id(start.obj) not in before and id(wrapped) not in before):
+            command = f" (python -m {start.name.rsplit('.', 1)[0]})" if start.command else ""
+            problems.append(
+                f"code cell {start.code_cell}: {start.name}{command} runs before show_source shows it"
+            )
+    if not nb.call_names & PLAIN_LAUNCHES:
+        problems.append(f"no code cell starts a process with the plain API ({sorted(PLAIN_LAUNCHES)})")
+    return problems
+
+
+def short_listings(nb: Notebook) -> list[str]:
+    problems = []
+    for shown in nb.shown:
+        if shown.obj is None or not shown.name.startswith("helpers."):
+            continue
+        lines = len(source_text(shown.obj).splitlines())  # as displayed: no docstring
+        limit = LONGER_SHOWN.get(shown.name, SHOWN_LINES)
+        if lines > limit:
+            problems.append(f"{shown.name}: {lines} lines shown (at most {limit})")
+    return problems
+
+
+def _guarded(statement: ast.stmt) -> bool:
+    test = statement.test if isinstance(statement, ast.If) else None
+    return isinstance(test, ast.Call) and getattr(test.func, "id", None) == "linux_only"
+
+
+def _shows_source(statement: ast.stmt) -> bool:
+    call = statement.value if isinstance(statement, ast.Expr) else None
+    return isinstance(call, ast.Call) and getattr(call.func, "id", None) == "show_source"
+
+
+def _skip_lines(guards: list[ast.stmt], platform: str) -> list[str]:
+    """What the guard statements print with ``sys.platform`` faked (their bodies do not run)."""
+    real, sys.platform = sys.platform, platform
+    try:
+        with contextlib.redirect_stdout(io.StringIO()) as printed:
+            tree = ast.Module(body=guards, type_ignores=[])
+            exec(compile(tree, "<guards>", "exec"), {"linux_only": linux_only})  # noqa: S102
+    finally:
+        sys.platform = real
+    return printed.getvalue().splitlines()
+
+
+def linux_guarded(nb: Notebook) -> list[str]:
+    problems = []
+    for cell in nb.code_cells:
+        for statement in cell.tree.body:
+            used = {n.id for n in ast.walk(statement) if isinstance(n, ast.Name)}
+            used |= {n.attr for n in ast.walk(statement) if isinstance(n, ast.Attribute)}
+            if used & LINUX_ONLY and not (_guarded(statement) or _shows_source(statement)):
+                line = ast.unparse(statement).splitlines()[0]
+                problems.append(
+                    f"code cell {cell.code_index}: Linux-only code outside `if linux_only(...)`: {line}"
+                )
+        guards = [statement for statement in cell.tree.body if _guarded(statement)]
+        for platform in OTHER_PLATFORMS if guards else ():
+            lines = _skip_lines(guards, platform)
+            if not lines or not all(
+                line.startswith("needs Linux (") and line.endswith(f"skipped on {platform}") for line in lines
+            ):
+                problems.append(f"code cell {cell.code_index} on {platform} prints {lines}, not a skip line")
+    return problems
+
+
+def pattern(nb: Notebook) -> list[str]:
+    if nb.number == "00":
+        return []
+    mine = [use for use in nb.pattern_uses if use.number == nb.number]
+    if not mine:
+        return [f"no code cell of the main path names ../patterns/{nb.number}_*.py"]
+    problems = [f"{use.written} does not exist" for use in mine if not use.path.is_file()]
+    if not any(use.shown for use in mine):
+        problems.append(f"the main path does not call show_script on ../patterns/{nb.number}_*.py")
+    if not any(use.run for use in mine):
+        problems.append(
+            f"no code cell of the main path runs ../patterns/{nb.number}_*.py with subprocess.run"
+        )
+    return problems
+
+
+def names_used(tree: ast.Module) -> set[str]:
+    """Every identifier a file uses: names, attributes, keyword arguments, imports, string constants."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            found.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            found.add(node.attr)
+        elif isinstance(node, ast.keyword) and node.arg:
+            found.add(node.arg)
+        elif isinstance(node, ast.alias):
+            found.update({node.name, *node.name.split("."), node.asname or node.name})
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            found.add(node.value)
+    return found
+
+
+def pattern_teaches(nb: Notebook) -> list[str]:
+    mine = [use.path for use in nb.pattern_uses if use.number == nb.number and use.path.is_file()]
+    if nb.number not in TAUGHT or not mine:
+        return [] if nb.number == "00" else [f"no row in TAUGHT or no pattern file for notebook {nb.number}"]
+    tree = ast.parse(mine[0].read_text())
+    used, calls = names_used(tree), [ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.Call)]
+    text = "\n".join(cell.source for cell in nb.main_path)
+    problems = []
+    for item in TAUGHT[nb.number]:
+        contained = any(c.endswith(item) for c in calls) if item.startswith(".") else item in used
+        if not contained:
+            problems.append(f"{mine[0].name} does not contain `{item}`, which {nb.name} teaches")
+        words = re.findall(r"\w+", item) if item.startswith(".") else [item]  # .put(None): put, None
+        if not all(re.search(rf"(?<!\w){re.escape(word)}(?!\w)", text) for word in words):
+            problems.append(f"{nb.name}'s main path never names `{item}`")
+    return problems
+
+
+def exercise(nb: Notebook) -> list[str]:
+    mine = [name for name in nb.exercises if name.startswith(f"ex{nb.number}_")]
+    if not mine:
+        return [f"names no programming exercise exercises/ex{nb.number}_*.py"]
+    folders = ("exercises", "solutions", "helpers/checkers")
+    return [
+        f"{folder}/{mine[0]} does not exist" for folder in folders if not (ROOT / folder / mine[0]).is_file()
+    ]
+
+
+def listed(nb: Notebook) -> list[str]:
+    overview = next((n for n in notebooks() if n.number == "00"), None)
+    mapped = (
+        re.findall(r"\]\((\d\d_\w+\.ipynb)\)", "\n".join(c.source for c in overview.cells))
+        if overview
+        else []
+    )
+    problems = [] if nb.name in mapped else [f"notebook 00's map does not link {nb.name}"]
+    if nb.name not in (ROOT / "README.md").read_text():
+        problems.append(f"README.md's notebook table does not name {nb.name}")
+    if nb.number == "00":
+        series = {n.name for n in notebooks()}
+        problems += [
+            f"the map links {name}, which is not in notebooks/" for name in sorted(set(mapped) - series)
+        ]
+    return problems
+
+
+RULES = [
+    Rule(
+        "committed-clean",
+        "valid nbformat 4, the `python3` kernel, committed without outputs",
+        committed_clean,
+    ),
+    Rule(
+        "header",
+        "opens with `# NN · Title` and the **Prerequisites:**, **Needs:** and **Run time:** lines",
+        header,
+    ),
+    Rule(
+        "reading-time",
+        f"main path reads in at most {MAIN_PATH_MINUTES} min, appendices in {APPENDIX_MINUTES}; "
+        "the header's **Reading time:** says `about N min`, N the main path rounded up",
+        reading_time,
+    ),
+    Rule(
+        "sections",
+        "`## N.` / `### Na.` numbered without gaps, unique section ids, `## Summary` then `## Exercises`, "
+        "no heading inside a code cell",
+        sections,
+    ),
+    Rule(
+        "short-cells",
+        f"median code cell at most {MEDIAN_CELL_LINES} lines, none over {LONGEST_CELL_LINES}",
+        short_cells,
+    ),
+    Rule("get-context", "no `set_start_method` (use `mp.get_context(...)`)", no_set_start_method),
+    Rule(
+        "diagram",
+        "a Mermaid diagram of the mechanism on the main path; every diagram of a known type",
+        diagram,
+    ),
+    Rule(
+        "shown-before-started",
+        "every `helpers` worker started in another process is shown with `show_source` first; "
+        "at least one process started with the plain API",
+        shown_before_started,
+    ),
+    Rule(
+        "short-listings",
+        f"every `helpers` object shown is at most {SHOWN_LINES} lines (without its docstring)",
+        short_listings,
+    ),
+    Rule(
+        "linux-guarded",
+        "Linux-only names are used under `if linux_only(...)`, which prints a skip line elsewhere",
+        linux_guarded,
+    ),
+    Rule(
+        "pattern",
+        "the main path shows `../patterns/NN_*.py` with `show_script` and runs it with `subprocess.run`",
+        pattern,
+    ),
+    Rule(
+        "pattern-teaches",
+        "the pattern contains, and the main path names, the notebook's row of `TAUGHT`",
+        pattern_teaches,
+    ),
+    Rule("exercise", "names `exercises/exNN_*.py`, which has a solution and a checker", exercise),
+    Rule("listed", "linked from notebook 00's map and named in README.md's table", listed),
+]
+
+
+def contributing_list() -> str:
+    """The rules as CONTRIBUTING.md lists them: one ``- `id`: statement`` line each."""
+    return "\n".join(f"- `{rule.id}`: {rule.statement}" for rule in RULES)
+
+
+if __name__ == "__main__":
+    print(contributing_list())
