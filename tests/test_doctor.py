@@ -1037,7 +1037,7 @@ def test_a_memory_need_beyond_memory_and_swap_fails_and_explains_sigkill():
 
 def test_the_memory_need_defaults_to_workers_times_a_per_worker_figure():
     finding = one("memory", processes=3)
-    assert f"3 x {findings._size(findings.DEFAULT_WORKER_MEM)}" in finding.measured, finding
+    assert f"3 x {machine_checks._size(findings.DEFAULT_WORKER_MEM)}" in finding.measured, finding
 
 
 def test_cgroup_memory_limits_are_read():
