@@ -244,14 +244,14 @@ def process_checks_for(pid: int | None, per_process: bool) -> dict[str, Callable
     'n/a'
     """
 
-    def per(name: str, check: Callable[[int | None], Finding]) -> Callable[[], Finding]:
+    def checked_or_n_a(name: str, check: Callable[[int | None], Finding]) -> Callable[[], Finding]:
         return lambda: check(pid) if per_process else _not_here(name)
 
     return {
-        "threads before fork": per("threads before fork", _check_threads),
-        "CUDA initialised": per("CUDA initialised", _check_cuda),
-        "leftover children": per("leftover children", _check_children),
-        "Jupyter kernel": per("Jupyter kernel", _check_kernel),
+        "threads before fork": checked_or_n_a("threads before fork", _check_threads),
+        "CUDA initialised": checked_or_n_a("CUDA initialised", _check_cuda),
+        "leftover children": checked_or_n_a("leftover children", _check_children),
+        "Jupyter kernel": checked_or_n_a("Jupyter kernel", _check_kernel),
     }
 
 
