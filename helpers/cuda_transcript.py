@@ -27,7 +27,7 @@ from typing import TextIO
 
 import torch
 
-from helpers.cuda import check_gpu_results, cuda_present, gpu_info, run_gpu_demos
+from helpers.cuda import cuda_present, gpu_check_exit_code, gpu_info, run_gpu_demos
 
 __all__ = [
     "format_transcript",
@@ -69,69 +69,94 @@ def format_transcript(info: dict, results: dict) -> str:
     if len(info.get("devices", [])) > 1:
         lines.append(f"all devices: {', '.join(info['devices'])}")
     lines += ["", f"command: {_TRANSCRIPT_COMMAND}", ""]
-    if "fork_after_cuda_init" in results:
-        r = results["fork_after_cuda_init"]
-        lines += [
-            "## (a) The parent creates a CUDA tensor, then forks; the child tries a CUDA op",
-            f"parent torch.cuda.is_initialized(): {_yes_no(r.get('parent_initialized'))}",
-            f"child _cuda_isInBadFork(): {_yes_no(r.get('child_bad_fork'))}",
-            f"child outcome: {r.get('child_outcome') or _failure(r)}",
-            "",
-        ]
-    if "poison_table" in results:
-        lines += [
-            "## (b) Which parent calls poison fork (each case in a fresh interpreter)",
-            f"{'parent calls':<16} {'NVML check':<11} {'returned':<10} {'parent init':<12} "
-            f"{'child bad fork':<15} child's CUDA op",
-        ]
-        for r in results["poison_table"]:
-            lines.append(
-                f"{r['call']:<16} {_yes_no(r['nvml_check']):<11} {str(r.get('returned', '-')):<10} "
-                f"{_yes_no(r.get('parent_initialized')):<12} {_yes_no(r.get('child_bad_fork')):<15} "
-                f"{r.get('child_outcome') or _failure(r)}"
-            )
-        lines.append("(NVML check: PYTORCH_NVML_BASED_CUDA_CHECK=1 in the parent's environment)")
-        lines.append("")
-    if "cuda_fixes" in results:
-        lines.append("## (c) The fixes")
-        for r in results["cuda_fixes"]:
-            outcome = r.get("child_outcome") or _failure(r)
-            lines.append(f"{r['fix']:<42} child: {outcome} ({r.get('child_seconds', '?')} s)")
-        lines.append("")
-    if "cuda_ipc_queue" in results:
-        r = results["cuda_ipc_queue"]
-        lines.append("## (d) A CUDA tensor through a torch Queue to a spawn child (CUDA IPC)")
-        if "error" in r:
-            lines += [f"failed: {_failure(r)}", ""]
-        else:
-            consumer = r["consumer"]
-            shared = r["producer_sees"] == [x + 1 for x in r["sent"]]
-            verdict = "the consumer's write: same memory, no copy" if shared else "NOT the consumer's write"
-            lines += [
-                f"producer (pid {r['producer_pid']}) sent {r['sent']} on cuda",
-                f"consumer (pid {consumer['consumer_pid']}) received {consumer['received']} on "
-                f"{consumer['device']}, added 1 in place, released it",
-                f"producer now sees {r['producer_sees']}: {verdict}",
-                "",
-            ]
-    if "broken_keep_alive" in results:
-        r = results["broken_keep_alive"]
-        torch_lines = [line for line in r.get("stderr", "").splitlines() if line.strip()][-4:]
-        lines += [
-            "## (d) The keep-alive rule broken: the producer exits before the consumer gets the tensor",
-            f"producer exit code: {r.get('producer_exitcode')}",
-            f"consumer: {r.get('consumer_outcome') or _failure(r)}",
-            *(f"stderr: {line[:200]}" for line in torch_lines),
-            "",
-        ]
-    if "per_process_devices" in results:
-        r = results["per_process_devices"]
-        count = r["ndevices"] if "ndevices" in r else _failure(r)
-        lines.append(f"## (d) One device per process ({count} GPU(s) here)")
-        lines += [f"set_device: {row}" for row in r.get("set_device", [])]
-        lines += [f"CUDA_VISIBLE_DEVICES: {row}" for row in r.get("visible_devices", [])]
-        lines.append("")
+    for demo, section in _SECTIONS.items():
+        if demo in results:
+            lines += section(results[demo])
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _fork_after_init_lines(r: dict) -> list[str]:
+    return [
+        "## (a) The parent creates a CUDA tensor, then forks; the child tries a CUDA op",
+        f"parent torch.cuda.is_initialized(): {_yes_no(r.get('parent_initialized'))}",
+        f"child _cuda_isInBadFork(): {_yes_no(r.get('child_bad_fork'))}",
+        f"child outcome: {r.get('child_outcome') or _failure(r)}",
+        "",
+    ]
+
+
+def _poison_table_lines(rows: list[dict]) -> list[str]:
+    lines = [
+        "## (b) Which parent calls poison fork (each case in a fresh interpreter)",
+        f"{'parent calls':<16} {'NVML check':<11} {'returned':<10} {'parent init':<12} "
+        f"{'child bad fork':<15} child's CUDA op",
+    ]
+    for r in rows:
+        lines.append(
+            f"{r['call']:<16} {_yes_no(r['nvml_check']):<11} {str(r.get('returned', '-')):<10} "
+            f"{_yes_no(r.get('parent_initialized')):<12} {_yes_no(r.get('child_bad_fork')):<15} "
+            f"{r.get('child_outcome') or _failure(r)}"
+        )
+    lines.append("(NVML check: PYTORCH_NVML_BASED_CUDA_CHECK=1 in the parent's environment)")
+    lines.append("")
+    return lines
+
+
+def _fixes_lines(rows: list[dict]) -> list[str]:
+    lines = ["## (c) The fixes"]
+    for r in rows:
+        outcome = r.get("child_outcome") or _failure(r)
+        lines.append(f"{r['fix']:<42} child: {outcome} ({r.get('child_seconds', '?')} s)")
+    lines.append("")
+    return lines
+
+
+def _ipc_queue_lines(r: dict) -> list[str]:
+    lines = ["## (d) A CUDA tensor through a torch Queue to a spawn child (CUDA IPC)"]
+    if "error" in r:
+        return [*lines, f"failed: {_failure(r)}", ""]
+    consumer = r["consumer"]
+    shared = r["producer_sees"] == [x + 1 for x in r["sent"]]
+    verdict = "the consumer's write: same memory, no copy" if shared else "NOT the consumer's write"
+    return [
+        *lines,
+        f"producer (pid {r['producer_pid']}) sent {r['sent']} on cuda",
+        f"consumer (pid {consumer['consumer_pid']}) received {consumer['received']} on "
+        f"{consumer['device']}, added 1 in place, released it",
+        f"producer now sees {r['producer_sees']}: {verdict}",
+        "",
+    ]
+
+
+def _broken_keep_alive_lines(r: dict) -> list[str]:
+    torch_lines = [line for line in r.get("stderr", "").splitlines() if line.strip()][-4:]
+    return [
+        "## (d) The keep-alive rule broken: the producer exits before the consumer gets the tensor",
+        f"producer exit code: {r.get('producer_exitcode')}",
+        f"consumer: {r.get('consumer_outcome') or _failure(r)}",
+        *(f"stderr: {line[:200]}" for line in torch_lines),
+        "",
+    ]
+
+
+def _per_process_devices_lines(r: dict) -> list[str]:
+    count = r["ndevices"] if "ndevices" in r else _failure(r)
+    lines = [f"## (d) One device per process ({count} GPU(s) here)"]
+    lines += [f"set_device: {row}" for row in r.get("set_device", [])]
+    lines += [f"CUDA_VISIBLE_DEVICES: {row}" for row in r.get("visible_devices", [])]
+    lines.append("")
+    return lines
+
+
+# Each demo's part of the transcript, in the order the transcript shows them.
+_SECTIONS = {
+    "fork_after_cuda_init": _fork_after_init_lines,
+    "poison_table": _poison_table_lines,
+    "cuda_fixes": _fixes_lines,
+    "cuda_ipc_queue": _ipc_queue_lines,
+    "broken_keep_alive": _broken_keep_alive_lines,
+    "per_process_devices": _per_process_devices_lines,
+}
 
 
 def _read_transcript_text(text: str) -> tuple[dict, str]:
@@ -233,18 +258,7 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.output).write_text(buffer.getvalue())
         print(buffer.getvalue(), end="")
         print(f"transcript written to {args.output}", file=sys.stderr)
-    return _check_exit_code(results) if args.check and results is not None else 0
-
-
-def _check_exit_code(results: dict) -> int:
-    """``--check`` of both GPU command lines: 0 when :func:`check_gpu_results` holds, else 1 with
-    the evidence on stderr."""
-    try:
-        check_gpu_results(results)
-    except AssertionError as error:
-        print(f"CHECK FAILED: {error}", file=sys.stderr)
-        return 1
-    return 0
+    return gpu_check_exit_code(results) if args.check and results is not None else 0
 
 
 if __name__ == "__main__":

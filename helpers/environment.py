@@ -30,6 +30,8 @@ __all__ = [
     "TESTED_TORCH",
     "default_start_method",
     "usable_cpus",
+    "cgroup_cpu_quota",
+    "cgroup_memory",
     "environment_report",
     "format_report",
     "cuda_report",
@@ -156,8 +158,14 @@ def _cpu_quota(
     return None
 
 
-def _cgroup_quota() -> float | None:
-    """This process's tightest CPU quota, cgroup v2 (walking up the hierarchy) or v1."""
+def cgroup_cpu_quota() -> float | None:
+    """This process's tightest CPU quota in CPUs, cgroup v2 (walking up the hierarchy) or v1; None
+    without one. :func:`usable_cpus` and the doctor's CPU-threads check read it.
+
+    >>> quota = cgroup_cpu_quota()
+    >>> quota is None or quota > 0
+    True
+    """
     root = Path("/sys/fs/cgroup")
     limits = []
     with contextlib.suppress(OSError):
@@ -193,8 +201,14 @@ def _memory_limit(text: str) -> int | None:
     return int(text) if text.isdigit() and int(text) < 2**62 else None  # v1 writes ~2**63 for "none"
 
 
-def _cgroup_memory() -> tuple[int, int] | None:
-    """(limit, usage) of this process's tightest cgroup memory limit, v2 or v1; None without one."""
+def cgroup_memory() -> tuple[int, int] | None:
+    """(limit, usage) in bytes of this process's tightest cgroup memory limit, v2 or v1; None without
+    one. The doctor's memory check reads it.
+
+    >>> memory = cgroup_memory()
+    >>> memory is None or min(memory) >= 0
+    True
+    """
     root, found = Path("/sys/fs/cgroup"), []
     with contextlib.suppress(OSError):
         for line in Path("/proc/self/cgroup").read_text().splitlines():
@@ -270,7 +284,7 @@ def usable_cpus() -> int:
     True
     """
     count = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    quota = _cgroup_quota()
+    quota = cgroup_cpu_quota()
     return max(1, min(count, math.ceil(quota))) if quota else count
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
-from helpers.processes import _captured_fds
+from helpers.processes import capture_fd_output
 
 __all__ = [
     "CASES",
@@ -348,7 +348,7 @@ def stderr_of_children() -> Iterator[Callable[[], str]]:
         from multiprocessing import resource_tracker
 
         resource_tracker.ensure_running()
-    with _captured_fds(True) as read:
+    with capture_fd_output() as read:
         text = ""
         try:
             yield lambda: text

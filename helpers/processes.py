@@ -36,6 +36,8 @@ __all__ = [
     "run_with_deadline",
     "live_children",
     "kill_tree",
+    "descendant_pids",
+    "capture_fd_output",
     "shared_memory_segments",
     "dev_shm_entries",
     "run_python_script",
@@ -120,9 +122,19 @@ def running(processes: Sequence[BaseProcess], timeout: float = 30.0) -> Iterator
 
 
 @contextlib.contextmanager
-def _captured_fds(enabled: bool) -> Iterator[Callable[[], str]]:
+def capture_fd_output(enabled: bool = True) -> Iterator[Callable[[], str]]:
     """Redirect this process's fds 1 and 2 into a temp file, so children started meanwhile
-    (which inherit those fds) write there; yields a function returning what was written."""
+    (which inherit those fds) write there; yields a function returning what was written so far
+    (call it inside the block). :func:`run_with_deadline` and
+    ``helpers.field_guide.stderr_of_children`` capture their children's output with it.
+
+    >>> import subprocess, sys
+    >>> with capture_fd_output() as written:
+    ...     _ = subprocess.run([sys.executable, "-c", "print('from a child')"], timeout=60)
+    ...     text = written()
+    >>> text
+    'from a child\\n'
+    """
     if not enabled:
         yield lambda: ""
         return
@@ -187,7 +199,7 @@ def run_with_deadline(
         target, args, kwargs = _streams_on_fds, (target, args, kwargs or {}), {}
     proc = ctx.Process(target=target, args=args, kwargs=kwargs or {})
     start = time.monotonic()
-    with _captured_fds(capture_output) as read_output:
+    with capture_fd_output(capture_output) as read_output:
         try:
             proc.start()
             proc.join(timeout)
@@ -223,7 +235,7 @@ def live_children(include_infrastructure: bool = False) -> list[psutil.Process]:
     import psutil  # imported here, so the rest of this module works without it (bare GPU machines)
 
     children = []
-    for pid in _descendant_pids(os.getpid()):
+    for pid in descendant_pids(os.getpid()):
         with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
             child = psutil.Process(pid)
             if child.status() == psutil.STATUS_ZOMBIE:
@@ -234,11 +246,18 @@ def live_children(include_infrastructure: bool = False) -> list[psutil.Process]:
     return children
 
 
-def _descendant_pids(pid: int) -> list[int]:
+def descendant_pids(pid: int) -> list[int]:
     """The pids below ``pid``. On Linux from ``/proc/PID/task/*/children``, which reads this tree
     only: psutil's ``children(recursive=True)`` reads every process on the machine (about 5 ms at
     450 processes). :func:`live_children` (the leak check after every test) and
     :mod:`helpers.multinode`'s watch over its agents (20 to 50 times a second) call it often.
+
+    >>> import subprocess, sys
+    >>> child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    >>> child.pid in descendant_pids(os.getpid())
+    True
+    >>> child.kill(); child.wait()
+    -9
     """
     import psutil
 

@@ -206,10 +206,10 @@ def test_descendants_are_found_as_psutil_finds_them_grandchildren_included():
         while len(root.children(recursive=True)) < 3 and time.monotonic() < deadline:
             time.sleep(0.05)
         expected = sorted(child.pid for child in root.children(recursive=True))
-        assert sorted(processes._descendant_pids(tree.pid)) == expected
+        assert sorted(processes.descendant_pids(tree.pid)) == expected
     finally:
         kill_tree(tree.pid)
-    assert processes._descendant_pids(tree.pid) == []  # gone
+    assert processes.descendant_pids(tree.pid) == []  # gone
 
 
 def test_linux_only_is_true_on_linux_and_silent(monkeypatch, capsys):

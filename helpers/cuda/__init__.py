@@ -43,6 +43,7 @@ from helpers.cuda.demos import (
     cuda_ipc_queue,
     cuda_present,
     fork_after_cuda_init,
+    gpu_check_exit_code,
     gpu_info,
     ipc_consumer,
     per_process_devices,
@@ -68,4 +69,5 @@ __all__ = [
     "GPU_DEMOS",
     "run_gpu_demos",
     "check_gpu_results",
+    "gpu_check_exit_code",
 ]

@@ -7,8 +7,8 @@ import sys
 
 import torch
 
-from helpers.cuda.demos import GPU_DEMOS, cuda_present, gpu_info, run_gpu_demos
-from helpers.cuda_transcript import _check_exit_code, format_transcript
+from helpers.cuda.demos import GPU_DEMOS, cuda_present, gpu_check_exit_code, gpu_info, run_gpu_demos
+from helpers.cuda_transcript import format_transcript
 
 __all__ = ["main"]
 
@@ -42,4 +42,4 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     results = run_gpu_demos(timeout=args.timeout, progress=sys.stderr, names=tuple(args.demos))
     print(format_transcript(gpu_info(), results), end="")
-    return _check_exit_code(results) if args.check else 0
+    return gpu_check_exit_code(results) if args.check else 0

@@ -10,6 +10,7 @@ import os
 import platform
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import TextIO
@@ -435,3 +436,18 @@ def check_gpu_results(results: dict) -> None:
     ipc = results["cuda_ipc_queue"]
     assert ipc.get("producer_sees") == [1.0] * 4, ipc
     assert ipc["consumer"]["device"].startswith("cuda"), ipc
+
+
+def gpu_check_exit_code(results: dict) -> int:
+    """``--check`` of both GPU command lines (``python -m helpers.cuda`` and ``helpers.cuda_transcript``):
+    0 when :func:`check_gpu_results` holds, else 1 with the evidence on stderr.
+
+    >>> gpu_check_exit_code({"fork_after_cuda_init": {"parent_initialized": False}})  # the evidence: stderr
+    1
+    """
+    try:
+        check_gpu_results(results)
+    except AssertionError as error:
+        print(f"CHECK FAILED: {error}", file=sys.stderr)
+        return 1
+    return 0

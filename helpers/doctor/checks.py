@@ -5,22 +5,10 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Callable, Sequence
 
-from helpers.doctor.findings import CHECKS, DEFAULT_SHM_NEED, DoctorError, Finding, _not_here
-from helpers.doctor.machine_checks import (
-    _check_cpu_threads,
-    _check_hostname,
-    _check_master_port,
-    _check_memory,
-    _check_open_files,
-    _check_orphans,
-    _check_shared_memory,
-    _check_stack_dumps,
-    _check_stale_shared_memory,
-    _check_start_method,
-    _check_versions,
-)
-from helpers.doctor.process_checks import _check_children, _check_cuda, _check_kernel, _check_threads
-from helpers.doctor.target_checks import _check_imports, _check_target
+from helpers.doctor.findings import CHECKS, DEFAULT_SHM_NEED, DoctorError, Finding
+from helpers.doctor.inspector import process_checks_for
+from helpers.doctor.machine_checks import machine_checks_for
+from helpers.doctor.target_checks import target_checks_for
 
 __all__: list[str] = []  # the public names are imported from helpers.doctor, which re-exports them
 
@@ -71,31 +59,20 @@ def check(
     unknown = sorted(set(only or ()) - set(CHECKS))
     if unknown:
         raise DoctorError(f"unknown check(s) {unknown}; choose from {list(CHECKS)}")
-    inside = this_process and pid is None
-    per_process = inside or pid is not None
-    runs: dict[str, Callable[[], Finding]] = {
-        "python and torch": _check_versions,
-        "default start method": _check_start_method,
-        "threads before fork": lambda: (
-            _check_threads(pid) if per_process else _not_here("threads before fork")
+    runs = {
+        **machine_checks_for(
+            pid=pid,
+            processes=processes,
+            shm_path=shm_path,
+            shm_need=shm_need,
+            mem_need=mem_need,
+            master_addr=master_addr,
+            master_port=master_port,
+            timeout=timeout,
         ),
-        "CPU threads": lambda: _check_cpu_threads(processes, outside=pid is not None),
-        "CUDA initialised": lambda: _check_cuda(pid) if per_process else _not_here("CUDA initialised"),
-        "shared memory": lambda: _check_shared_memory(shm_path, shm_need),
-        "memory": lambda: _check_memory(mem_need, processes),
-        "open files": lambda: _check_open_files(pid),
-        "hostname": lambda: _check_hostname(master_addr, timeout=min(timeout, 5.0)),
-        "master port": lambda: _check_master_port(master_port),
-        "leftover children": lambda: _check_children(pid) if per_process else _not_here("leftover children"),
-        "orphaned workers": _check_orphans,
-        "stale shared memory": _check_stale_shared_memory,
-        "Jupyter kernel": lambda: _check_kernel(pid) if per_process else _not_here("Jupyter kernel"),
-        "stack dumps": _check_stack_dumps,
+        **process_checks_for(pid, per_process=this_process or pid is not None),
+        **target_checks_for(target, imports, timeout),
     }
-    if target is not None:
-        runs["target importable"] = lambda: _check_target(target, timeout)
-    if imports:
-        runs["imports initialise CUDA"] = lambda: _check_imports(imports, timeout)
     wanted = [name for name in CHECKS if name in runs and (only is None or name in only)]
     return [runs[name]() for name in wanted]
 

@@ -30,14 +30,8 @@ class _Parser(argparse.ArgumentParser):
         raise DoctorError(message)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m helpers.doctor``: print the findings (or ``--inspect PID``); 1 if a check fails.
-
-    Bad input prints one line and returns 2, never a traceback.
-
-    >>> main(["--target", "no_such_module:fn", "--only", "target importable"])  # the line goes to stderr
-    2
-    """
+def _parser() -> _Parser:
+    """The command line's options (``--help`` lists them)."""
     parser = _Parser(
         prog="python -m helpers.doctor",
         description=(
@@ -70,6 +64,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds for each probe (default 30)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument("--brief", action="store_true", help="the table only, no explanations")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m helpers.doctor``: print the findings (or ``--inspect PID``); 1 if a check fails.
+
+    Bad input prints one line and returns 2, never a traceback.
+
+    >>> main(["--target", "no_such_module:fn", "--only", "target importable"])  # the line goes to stderr
+    2
+    """
+    parser = _parser()
     try:
         args = parser.parse_args(argv)
         if args.inspect is not None:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 
-__all__: list[str] = []  # the public names are imported from helpers.doctor, which re-exports them
+# Finding, DoctorError and CHECKS are public through helpers.doctor, which re-exports them; finding is
+# what the doctor's check modules share.
+__all__ = ["finding"]
 
 STATUSES = ("ok", "warn", "fail", "n/a")
 TORCHRUN_DEFAULT_PORT = 29500  # torchrun's --master-port default (static rendezvous)
@@ -197,21 +199,13 @@ _ABOUT = {
 CHECKS = tuple(_ABOUT)  # the names :func:`check` can run, in the order it reports them
 
 
-def _finding(name: str, status: str, measured: str) -> Finding:
+def finding(name: str, status: str, measured: str) -> Finding:
+    """The :class:`Finding` of check ``name`` (one of :data:`CHECKS`): its status and what was measured,
+    with why it matters, the fix, where it is taught and what it prevents. Every check builds its result
+    with it.
+
+    >>> f = finding("open files", "ok", "soft limit 4096")
+    >>> f.status, f.fix.startswith("Raise the soft limit")
+    ('ok', True)
+    """
     return Finding(name, status, measured, *_ABOUT[name])
-
-
-def _not_here(name: str) -> Finding:
-    return _finding(
-        name,
-        "n/a",
-        "per-process: run check() inside the job's script or kernel, or pass --pid PID",
-    )
-
-
-def _size(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n} B"

@@ -11,6 +11,7 @@ import re
 import socket
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from helpers.doctor.findings import (
@@ -19,22 +20,64 @@ from helpers.doctor.findings import (
     TORCHRUN_DEFAULT_PORT,
     TORCHRUN_RDZV_PORT,
     Finding,
-    _finding,
-    _size,
+    finding,
 )
 from helpers.environment import (
     TESTED_PYTHONS,
     TESTED_TORCH,
-    _cgroup_memory,
-    _cgroup_quota,
+    cgroup_cpu_quota,
+    cgroup_memory,
     default_start_method,
     usable_cpus,
 )
 from helpers.processes import dev_shm_entries
 
-__all__: list[str] = []  # internal: helpers.doctor.check runs these
+__all__ = ["machine_checks_for"]  # helpers.doctor.check runs them
 
 # --- Machine checks -------------------------------------------------------------------------------
+
+
+def machine_checks_for(
+    *,
+    pid: int | None,
+    processes: int,
+    shm_path: str,
+    shm_need: int,
+    mem_need: int | None,
+    master_addr: str | None,
+    master_port: int | None,
+    timeout: float,
+) -> dict[str, Callable[[], Finding]]:
+    """The checks of this machine by name, each ready to run with :func:`helpers.doctor.check`'s
+    arguments (it documents them; ``pid`` is only read for its open-file limit and for whether the
+    CPU check looks from outside).
+
+    >>> runs = machine_checks_for(pid=None, processes=1, shm_path="/dev/shm", shm_need=0, mem_need=None,
+    ...                           master_addr=None, master_port=0, timeout=5.0)
+    >>> runs["open files"]().name, "stack dumps" in runs
+    ('open files', True)
+    """
+    return {
+        "python and torch": _check_versions,
+        "default start method": _check_start_method,
+        "CPU threads": lambda: _check_cpu_threads(processes, outside=pid is not None),
+        "shared memory": lambda: _check_shared_memory(shm_path, shm_need),
+        "memory": lambda: _check_memory(mem_need, processes),
+        "open files": lambda: _check_open_files(pid),
+        "hostname": lambda: _check_hostname(master_addr, timeout=min(timeout, 5.0)),
+        "master port": lambda: _check_master_port(master_port),
+        "orphaned workers": _check_orphans,
+        "stale shared memory": _check_stale_shared_memory,
+        "stack dumps": _check_stack_dumps,
+    }
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
 
 
 def _check_versions(python: str | None = None, torch_version: str | None = None) -> Finding:
@@ -49,7 +92,7 @@ def _check_versions(python: str | None = None, torch_version: str | None = None)
     newest = tuple(int(p) for p in re.findall(r"\d+", TESTED_TORCH)[:3])
     full = tuple(int(p) for p in re.findall(r"\d+", torch_version.split("+")[0])[:3])
     if full > newest:
-        return _finding(
+        return finding(
             "python and torch",
             "warn",
             f"{measured}: newer than {TESTED_TORCH}, the newest torch the series was tested on; if a "
@@ -58,7 +101,7 @@ def _check_versions(python: str | None = None, torch_version: str | None = None)
     tested = TESTED_PYTHONS[0] <= py <= TESTED_PYTHONS[1] and (2, 11) <= th
     if tested and py >= (3, 14) and sys.platform.startswith("linux"):
         measured += " (tested; the Linux default start method is now forkserver)"
-    return _finding(
+    return finding(
         "python and torch", "ok" if tested else "warn", measured + ("" if tested else ", untested")
     )
 
@@ -71,8 +114,8 @@ def _check_start_method() -> Finding:
     if effective != platform_default:
         forced_by_env = os.environ.get(env_var, "").strip() == effective
         why = f"{env_var}={effective} (conftest.py)" if forced_by_env else "set_start_method()"
-        return _finding("default start method", "warn", f"{effective}, forced by {why}; {measured}")
-    return _finding("default start method", "ok", measured)
+        return finding("default start method", "warn", f"{effective}, forced by {why}; {measured}")
+    return finding("default start method", "ok", measured)
 
 
 def _check_cpu_threads(processes: int, outside: bool = False) -> Finding:
@@ -82,7 +125,7 @@ def _check_cpu_threads(processes: int, outside: bool = False) -> Finding:
     threads = torch.get_num_threads()
     usable = usable_cpus()
     omp = os.environ.get("OMP_NUM_THREADS")
-    quota = _cgroup_quota()
+    quota = cgroup_cpu_quota()
     default = " (a new process's default)" if outside else ""
     measured = (
         f"{processes} process(es) x {threads} torch thread(s){default}"
@@ -91,7 +134,7 @@ def _check_cpu_threads(processes: int, outside: bool = False) -> Finding:
         f"OMP_NUM_THREADS={omp or 'unset'}"
     )
     over = processes * threads > usable or (omp is not None and omp.isdigit() and int(omp) > usable)
-    return _finding("CPU threads", "warn" if over else "ok", measured)
+    return finding("CPU threads", "warn" if over else "ok", measured)
 
 
 def _container() -> str | None:
@@ -114,24 +157,24 @@ def _check_shared_memory(path: str, need: int) -> Finding:
     try:
         stats = os.statvfs(path)
     except OSError as error:
-        return _finding("shared memory", "fail", f"{path}: cannot measure ({error.strerror})")
+        return finding("shared memory", "fail", f"{path}: cannot measure ({error.strerror})")
     total, free = stats.f_blocks * stats.f_frsize, stats.f_bavail * stats.f_frsize
     container = _container()
     measured = (
         f"{path}: {_size(free)} free of {_size(total)}, need {_size(need)}; container: {container or 'no'}"
     )
     if free < need:
-        return _finding("shared memory", "fail", measured)
+        return finding("shared memory", "fail", measured)
     if total <= DOCKER_DEFAULT_SHM:
-        return _finding("shared memory", "warn", measured + " (Docker's 64 MB default)")
-    return _finding("shared memory", "ok", measured)
+        return finding("shared memory", "warn", measured + " (Docker's 64 MB default)")
+    return finding("shared memory", "ok", measured)
 
 
 def _check_memory(need: int | None, processes: int) -> Finding:
     """The job's memory need against what is available here, the cgroup's room and swap."""
     import psutil
 
-    memory, swap, cgroup = psutil.virtual_memory(), psutil.swap_memory(), _cgroup_memory()
+    memory, swap, cgroup = psutil.virtual_memory(), psutil.swap_memory(), cgroup_memory()
     figure = f" ({processes} x {_size(DEFAULT_WORKER_MEM)} per worker, a rough figure: pass --mem-need)"
     need, source = (need, "") if need is not None else (processes * DEFAULT_WORKER_MEM, figure)
     room = memory.available if cgroup is None else min(memory.available, cgroup[0] - cgroup[1])
@@ -141,7 +184,7 @@ def _check_memory(need: int | None, processes: int) -> Finding:
         f"cgroup: {limit}; swap {_size(swap.free)} free of {_size(swap.total)}"
     )
     status = "ok" if need <= room else "warn" if need <= room + swap.free else "fail"
-    return _finding("memory", status, measured + ("" if status == "ok" else ": the OOM killer is near"))
+    return finding("memory", status, measured + ("" if status == "ok" else ": the OOM killer is near"))
 
 
 def _open_file_status(soft: int, strategy: str) -> str:
@@ -174,7 +217,7 @@ def _check_open_files(pid: int | None = None) -> Finding:
     unlimited = resource.RLIM_INFINITY
     show = lambda n: "unlimited" if n == unlimited else str(n)  # noqa: E731
     measured = f"soft limit {show(soft)} (hard {show(hard)}), {in_use} open now; sharing strategy {strategy}"
-    return _finding("open files", _open_file_status(soft, strategy.split()[0]), measured)
+    return finding("open files", _open_file_status(soft, strategy.split()[0]), measured)
 
 
 def _resolves(name: str, timeout: float) -> tuple[bool, str]:
@@ -205,7 +248,7 @@ def _check_hostname(master_addr: str | None, timeout: float) -> Finding:
         measured += f"; MASTER_ADDR = {master_addr} -> {master}"
         if not ok_master:
             status = "fail"
-    return _finding("hostname", status, measured)
+    return finding("hostname", status, measured)
 
 
 def _port_holder(port: int) -> str:
@@ -259,7 +302,7 @@ def _check_master_port(master_port: int | None) -> Finding:
         parts.append(f"*:{port}{why} " + (f"busy: {busy}" if busy else "is free"))
         if busy:
             status = "fail" if number == 0 and explicit else "warn" if status == "ok" else status
-    return _finding("master port", status, "; ".join(parts) + " (bound as TCPStore binds: IPv6 and IPv4)")
+    return finding("master port", status, "; ".join(parts) + " (bound as TCPStore binds: IPv6 and IPv4)")
 
 
 def _mine(proc) -> bool:
@@ -298,10 +341,10 @@ def _check_stale_shared_memory() -> Finding:
     in_use = f" ({used} more whose creator is gone are mapped: in use)" if used else ""
     if not stale:
         measured = "no unmapped torch_* segment in /dev/shm outlives its creator" + in_use
-        return _finding("stale shared memory", "ok", measured)
+        return finding("stale shared memory", "ok", measured)
     size = sum(os.stat(f"/dev/shm/{name}").st_size for name in stale if os.path.exists(f"/dev/shm/{name}"))
     listed = ", ".join(stale[:3]) + (f" and {len(stale) - 3} more" if len(stale) > 3 else "")
-    return _finding(
+    return finding(
         "stale shared memory",
         "warn",
         f"{len(stale)} segment(s), {_size(size)}, creator gone and mapped by no process: {listed}{in_use}",
@@ -347,9 +390,9 @@ def _orphans() -> list:
 def _check_orphans() -> Finding:
     orphans = _orphans()
     if not orphans:
-        return _finding("orphaned workers", "ok", "no Python worker of this user has lost its launcher")
+        return finding("orphaned workers", "ok", "no Python worker of this user has lost its launcher")
     listed = ", ".join(f"pid {p.pid}" for p in orphans[:8]) + (" ..." if len(orphans) > 8 else "")
-    return _finding(
+    return finding(
         "orphaned workers",
         "warn",
         f"{len(orphans)} Python process(es) adopted after their launcher died: {listed}",
@@ -381,7 +424,7 @@ def _check_stack_dumps() -> Finding:
         f"CAP_SYS_PTRACE {'yes' if cap else 'no'}"
     )
     if spy is None:
-        return _finding("stack dumps", "warn", measured)
+        return finding("stack dumps", "warn", measured)
     if scope == 3 or (scope in (1, 2) and not cap):
-        return _finding("stack dumps", "warn", measured + ": py-spy may attach only to its own children")
-    return _finding("stack dumps", "ok", measured)
+        return finding("stack dumps", "warn", measured + ": py-spy may attach only to its own children")
+    return finding("stack dumps", "ok", measured)

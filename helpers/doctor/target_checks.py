@@ -12,11 +12,30 @@ import subprocess
 import sys
 from collections.abc import Callable, Sequence
 
-from helpers.doctor.findings import DoctorError, Finding, _finding
+from helpers.doctor.findings import DoctorError, Finding, finding
 
-__all__: list[str] = []  # internal: helpers.doctor.check runs these
+__all__ = ["target_checks_for"]  # helpers.doctor.check runs them
 
 # --- Targets and imports: always in a fresh interpreter, with a deadline ---------------------------
+
+
+def target_checks_for(
+    target: str | Callable | None, imports: Sequence[str], timeout: float
+) -> dict[str, Callable[[], Finding]]:
+    """The checks of a launch target and of imports by name, each ready to run: none for a ``target``
+    of None and no ``imports``. :func:`helpers.doctor.check` runs them (it documents the arguments).
+
+    >>> runs = target_checks_for("helpers.debugging:sleep_for", ["json"], timeout=60.0)
+    >>> [(name, run().status) for name, run in runs.items()]
+    [('target importable', 'ok'), ('imports initialise CUDA', 'ok')]
+    """
+    runs: dict[str, Callable[[], Finding]] = {}
+    if target is not None:
+        runs["target importable"] = lambda: _check_target(target, timeout)
+    if imports:
+        runs["imports initialise CUDA"] = lambda: _check_imports(imports, timeout)
+    return runs
+
 
 _PROBE = """
 import importlib, json, multiprocessing, os, pickle, sys, time
@@ -105,26 +124,14 @@ def _parse_target(target: str) -> tuple[str, str]:
 
 
 def _check_target(target: str | Callable, timeout: float) -> Finding:
-    from helpers.launch import NotImportableError, check_importable
-
     if callable(target) and not isinstance(target, str):
-        try:
-            check_importable(target, "spawn")
-        except NotImportableError as error:
-            return _finding("target importable", "fail", str(error).split(". Fix:")[0])
-        if target.__module__ == "__main__":  # check_importable passed: a script run as a file or with -m
-            main = sys.modules["__main__"]
-            where = getattr(main, "__file__", None) or main.__spec__.name
-            measured = (
-                f"{target.__qualname__} is defined in the script {where}, which a spawn child imports again"
-            )
-            return _finding(
-                "target importable", "ok", measured + " as __mp_main__ (keep its work under the guard)"
-            )
+        decided = _check_callable_target(target)
+        if decided is not None:
+            return decided
         target = f"{target.__module__}:{target.__qualname__}"
     module, attribute = _parse_target(target)
     if module == "__main__":
-        return _finding(
+        return finding(
             "target importable", "fail", f"{target}: defined in __main__, which a child cannot import"
         )
     info = _probe(module, attribute, timeout)
@@ -135,43 +142,64 @@ def _check_target(target: str | Callable, timeout: float) -> Finding:
         raise DoctorError(
             f"cannot import target {target!r}: module {module!r} has no attribute {attribute!r}"
         )
-    if "timed_out" in info:
-        return _finding(
-            "target importable",
-            "fail",
-            f"importing {module} took over {timeout:.0f} s (work at import time?)",
+    failed = _import_failure(module, info, timeout)
+    if failed is not None:
+        return finding("target importable", "fail", failed)
+    qualname = info["qualname"]
+    if "<lambda>" in qualname or "<locals>" in qualname:
+        problem = "a lambda" if "<lambda>" in qualname else "a nested function"
+        return finding(
+            "target importable", "fail", f"{target} is {problem} ({qualname}): it cannot be pickled by name"
         )
-    if "context has already been set" in info.get("import_error", ""):
+    if "pickle_error" in info:
+        return finding("target importable", "fail", f"{target} does not pickle: {info['pickle_error']}")
+    if not info["callable"]:
+        return finding("target importable", "fail", f"{target} is not callable")
+    cuda = "; importing it initialises CUDA" if info["cuda_initialised"] or info["cuda_driver"] else ""
+    measured = f"{target} imports in a fresh interpreter in {info['import_s']} s and pickles by name{cuda}"
+    return finding("target importable", "warn" if cuda else "ok", measured)
+
+
+def _check_callable_target(target: Callable) -> Finding | None:
+    """The finding for a function passed as an object: it fails when a child cannot import it by name,
+    passes when it comes from a script's ``__main__``; None when its module is to be probed."""
+    from helpers.launch import NotImportableError, check_importable
+
+    try:
+        check_importable(target, "spawn")
+    except NotImportableError as error:
+        return finding("target importable", "fail", str(error).split(". Fix:")[0])
+    if target.__module__ == "__main__":  # check_importable passed: a script run as a file or with -m
+        main = sys.modules["__main__"]
+        where = getattr(main, "__file__", None) or main.__spec__.name
         measured = (
+            f"{target.__qualname__} is defined in the script {where}, which a spawn child imports again"
+        )
+        return finding(
+            "target importable", "ok", measured + " as __mp_main__ (keep its work under the guard)"
+        )
+    return None
+
+
+def _import_failure(module: str, info: dict, timeout: float) -> str | None:
+    """What went wrong when the probe imported ``module`` (timed out, raised, started processes), or None."""
+    if "timed_out" in info:
+        return f"importing {module} took over {timeout:.0f} s (work at import time?)"
+    if "context has already been set" in info.get("import_error", ""):
+        return (
             f"importing {module} calls set_start_method(), which fails in a spawn or forkserver child "
             "(its start method is set before it imports): call it under if __name__ == '__main__':"
         )
-        return _finding("target importable", "fail", measured)
     if "import_error" in info or "missing" in info:
         error = info.get("import_error") or f"No module named {info['missing']!r}"
-        return _finding(
-            "target importable", "fail", f"importing {module} in a fresh interpreter failed: {error}"
-        )
+        return f"importing {module} in a fresh interpreter failed: {error}"
     if info["started"]:
-        measured = (
+        return (
             f"importing {module} started {info['started']} process(es): the import ran the job (a "
             "DataLoader with workers, a Pool or mp.spawn at top level?), and every spawn child that "
             "imports it runs it again; move that code under if __name__ == '__main__':"
         )
-        return _finding("target importable", "fail", measured)
-    qualname = info["qualname"]
-    if "<lambda>" in qualname or "<locals>" in qualname:
-        problem = "a lambda" if "<lambda>" in qualname else "a nested function"
-        return _finding(
-            "target importable", "fail", f"{target} is {problem} ({qualname}): it cannot be pickled by name"
-        )
-    if "pickle_error" in info:
-        return _finding("target importable", "fail", f"{target} does not pickle: {info['pickle_error']}")
-    if not info["callable"]:
-        return _finding("target importable", "fail", f"{target} is not callable")
-    cuda = "; importing it initialises CUDA" if info["cuda_initialised"] or info["cuda_driver"] else ""
-    measured = f"{target} imports in a fresh interpreter in {info['import_s']} s and pickles by name{cuda}"
-    return _finding("target importable", "warn" if cuda else "ok", measured)
+    return None
 
 
 def _which_imports_initialise_cuda(modules: Sequence[str], timeout: float = 60.0) -> list[str]:
@@ -201,11 +229,11 @@ def _check_imports(modules: Sequence[str], timeout: float) -> Finding:
     try:
         culprits = _which_imports_initialise_cuda(modules, timeout)
     except DoctorError as error:
-        return _finding("imports initialise CUDA", "fail", str(error))
+        return finding("imports initialise CUDA", "fail", str(error))
     if culprits:
-        return _finding(
+        return finding(
             "imports initialise CUDA", "warn", f"these initialise CUDA on import: {', '.join(culprits)}"
         )
-    return _finding(
+    return finding(
         "imports initialise CUDA", "ok", f"none of {', '.join(modules)} initialises CUDA on import"
     )

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import psutil
 
-from helpers.processes import _descendant_pids, kill_tree
+from helpers.processes import descendant_pids, kill_tree
 
 if TYPE_CHECKING:
     pass
@@ -140,7 +140,7 @@ class Agent:
         >>> agent.process.wait(), agent.note_descendants(), agent.seen
         (0, None, {})
         """
-        for pid in _descendant_pids(self.pid):
+        for pid in descendant_pids(self.pid):
             if pid not in self.seen:
                 with contextlib.suppress(psutil.NoSuchProcess):
                     self.seen[pid] = psutil.Process(pid).create_time()

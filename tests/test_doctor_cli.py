@@ -1,0 +1,118 @@
+"""helpers.doctor: the findings, ``check()``, ``format_findings`` and ``python -m helpers.doctor``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from helpers.doctor import CHECKS, DoctorError, Finding, check, format_findings, inspect
+from helpers.processes import kill_tree, run_python_script
+from tests.doctor_support import doctor_cli, linux_only
+
+# --- The findings and check() ---------------------------------------------------------------------
+
+
+@pytest.mark.default_start_method
+def test_every_finding_says_why_the_fix_where_it_is_taught_and_what_it_prevents():
+    findings = check(target="helpers.debugging:sleep_for", imports=["json"], master_port=0)
+    assert [f.name for f in findings] == list(CHECKS)
+    for f in findings:
+        assert f.status in ("ok", "warn", "fail", "n/a") and f.measured
+        assert f.why and f.fix and f.teaches[:2].isdigit() and f.prevents, f
+
+
+@pytest.mark.default_start_method
+def test_a_fresh_command_line_says_n_a_for_per_process_checks_instead_of_passing():
+    findings = {f.name: f for f in check(this_process=False)}
+    per_process = ["threads before fork", "CUDA initialised", "leftover children", "Jupyter kernel"]
+    assert [findings[name].status for name in per_process] == ["n/a"] * 4
+    assert all(findings[name].status != "n/a" for name in findings if name not in per_process)
+
+
+def test_format_findings_is_a_table_with_explanations_for_problems_only():
+    findings = [
+        Finding("open files", "fail", "soft limit 64", "because", "ulimit -n", "02 §5", "pytorch#973"),
+        Finding("hostname", "ok", "localhost", "why", "fix", "06 §2b", "pytorch#150532"),
+    ]
+    text = format_findings(findings)
+    assert text.splitlines()[0].split() == ["status", "check", "measured"]
+    assert "FAIL open files: because" in text and "fix: ulimit -n" in text and "pytorch#973" in text
+    assert "pytorch#150532" not in text  # an ok finding gets no explanation
+    assert "FAIL" not in format_findings(findings, details=False)
+
+
+def test_importing_the_doctor_loads_only_the_standard_library_and_helpers():
+    probe = (
+        "import sys\nbefore = set(sys.modules)\nimport helpers.doctor\n"
+        "new = {name.split('.')[0] for name in set(sys.modules) - before}\n"
+        "print(sorted(new - set(sys.stdlib_module_names) - {'helpers', '__mp_main__'}))\n"
+    )  # multiprocessing registers __main__ again as __mp_main__
+    assert run_python_script(probe, timeout=60).stdout.strip() == "[]"  # torch and psutil: only when checking
+
+
+def test_a_finding_refuses_an_unknown_status():
+    with pytest.raises(ValueError, match="status"):
+        Finding("x", "fine", "", "", "", "", "")
+
+
+def test_unknown_check_names_and_missing_pids_are_bad_input():
+    with pytest.raises(DoctorError, match="unknown check"):
+        check(only=["no such check"])
+    with pytest.raises(DoctorError, match="no process"):
+        check(pid=2**22 + 12345)
+
+
+# --- The command line -----------------------------------------------------------------------------
+
+
+def test_the_command_line_answers_a_bad_target_with_one_line_and_exit_2():
+    done = doctor_cli("--target", "no_such_module:fn")
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.splitlines() == [
+        "doctor: cannot import target 'no_such_module:fn': no module named 'no_such_module'"
+    ]
+    assert doctor_cli("--nprocs", "many").stderr.count("\n") == 1
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="ulimit is POSIX")
+def test_the_command_line_under_ulimit_64_reports_the_open_file_limit():
+    done = doctor_cli("--only", "open files", "--brief", shell_prefix="ulimit -n 64 && ")
+    assert done.returncode == 1, done.stderr
+    assert "fail    open files  soft limit 64" in done.stdout
+
+
+def test_inspect_of_a_missing_pid_is_bad_input_and_the_cli_says_so_in_one_line():
+    with pytest.raises(DoctorError, match="no process"):
+        inspect(2**22 + 12345)
+    done = doctor_cli("--inspect", str(2**22 + 12345))
+    assert done.returncode == 2 and done.stderr.count("\n") == 1
+
+
+_PARENT = """
+import subprocess, sys
+child = subprocess.Popen([sys.executable, "-c", "import time; print('ready', flush=True); time.sleep(60)"])
+print(child.pid, flush=True)
+child.wait()
+"""
+
+
+@linux_only
+def test_the_cli_inspects_a_whole_tree_and_checks_a_pid_as_json():
+    parent = subprocess.Popen([sys.executable, "-c", _PARENT], stdout=subprocess.PIPE, text=True)
+    try:
+        child_pid = int(parent.stdout.readline())
+        assert parent.stdout.readline().strip() == "ready"  # the child runs Python code now
+        done = doctor_cli("--inspect", str(parent.pid), "--json")
+        tree = {r["pid"]: r for r in json.loads(done.stdout)}
+        assert done.returncode == 0 and sorted(tree) == sorted([parent.pid, child_pid])
+        assert tree[child_pid]["ppid"] == parent.pid and "<module>" in tree[child_pid]["stack"]
+        done = doctor_cli("--pid", str(parent.pid), "--json", "--only", "leftover children")
+        (finding,) = json.loads(done.stdout)
+        assert finding["status"] == "warn" and f"pid {child_pid}" in finding["measured"]
+    finally:
+        kill_tree(parent.pid)
+        parent.wait()
+        parent.stdout.close()
