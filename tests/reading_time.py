@@ -26,6 +26,7 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 WORDS_PER_MINUTE = 200
 CODE_LINES_PER_MINUTE = 15
 APPENDIX = re.compile(r"^#+\s+Appendix\b", re.MULTILINE)
+ANCHOR = re.compile(r'<a id="[^"]*"></a>')  # a section's link target: markup, not words to read
 
 
 @dataclass
@@ -90,7 +91,7 @@ def reading_time(path: Path) -> ReadingTime:
             heading = APPENDIX.search(cell.source)
             if heading:
                 section = cell.source[heading.start() :].splitlines()[0].lstrip("# ").strip()
-            minutes = len(cell.source.split()) / WORDS_PER_MINUTE
+            minutes = len(ANCHOR.sub("", cell.source).split()) / WORDS_PER_MINUTE
         elif cell.cell_type == "code":
             code = [line for line in cell.source.splitlines() if line.strip()]
             listed = _listing_lines(_cell_tree(cell.source), scope, strings, path.parent)

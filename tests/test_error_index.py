@@ -80,7 +80,7 @@ def test_each_message_links_a_section_that_exists(entry):
 def test_the_readme_and_notebook_10_show_the_index():
     assert error_index_markdown("notebooks/") in (ROOT / "README.md").read_text()
     cells = nbformat.read(ROOT / "notebooks" / "10_field_guide.ipynb", as_version=4).cells
-    (at,) = [i for i, c in enumerate(cells) if c.source.startswith("## Appendix E")]
+    (at,) = [i for i, c in enumerate(cells) if re.search(r"^## Appendix E", c.source, re.MULTILINE)]
     shown = cells[at + 1]  # rendered live from ERROR_INDEX, links relative to notebooks/
     assert shown.cell_type == "code" and 'Markdown(fg.error_index_markdown(prefix=""))' in shown.source
 
