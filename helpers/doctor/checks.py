@@ -21,6 +21,7 @@ from helpers.doctor.machine_checks import (
 )
 from helpers.doctor.process_checks import _check_children, _check_cuda, _check_kernel, _check_threads
 from helpers.doctor.target_checks import _check_imports, _check_target
+from helpers.section_links import as_plain_text
 
 __all__: list[str] = []  # the public names are imported from helpers.doctor, which re-exports them
 
@@ -105,7 +106,7 @@ def format_findings(findings: Sequence[Finding], details: bool = True) -> str:
 
     ``details=False`` leaves out the explanations. Notebook 00 prints it line by line.
 
-    >>> print(format_findings([Finding("open files", "ok", "soft 4096", "why", "fix", "02 §5", "#973")]))
+    >>> print(format_findings([Finding("open files", "ok", "soft 4096", "why", "fix", "", "#973")]))
     status  check       measured
     ok      open files  soft 4096
     """
@@ -122,7 +123,7 @@ def format_findings(findings: Sequence[Finding], details: bool = True) -> str:
             lines += textwrap.wrap(f"{f.status.upper()} {f.name}: {f.why}", 110, subsequent_indent="  ")
             lines += textwrap.wrap(f"fix: {f.fix}", 110, initial_indent="  ", subsequent_indent="    ")
             lines += textwrap.wrap(
-                f"taught in: {f.teaches}; prevents: {f.prevents}",
+                f"taught in: {as_plain_text(f.teaches)}; prevents: {f.prevents}",
                 110,
                 initial_indent="  ",
                 subsequent_indent="    ",
