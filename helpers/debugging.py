@@ -109,7 +109,9 @@ def read_stack_dump(pid: int, dump_path: str, timeout: float = 30.0, until: str 
     """Ask a blocked process for its stacks (SIGUSR1) and return that dump once complete; "" past
     ``timeout``.
 
-    The steps of notebook 08's section 1 cell, for the tests and the exercise checker: wait until
+    The steps of a cell of
+    [08 · Where is it stuck?](../notebooks/08_debugging_and_pitfalls.ipynb#where-is-it-stuck-a-stack-dump-on-demand),
+    for the tests and the exercise checker: wait until
     ``pid`` sleeps (blocked, not starting up), send SIGUSR1, read ``dump_path`` until the worker's
     handler has written :data:`DUMP_END` (see :func:`hang_with_dump_on_signal`) after the dumps
     already there. A process can sleep on its way to the wait too (a file it writes, a lock inside
