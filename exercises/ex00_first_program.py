@@ -1,6 +1,8 @@
 """Exercise 00 (overview): your first program: processes that write into one shared tensor.
 
-Write two functions, as in notebook 00 section 1 (read it again first, then write them without
+Write two functions, as in
+[00 · A first program](../notebooks/00_overview.ipynb#a-first-program-four-processes-one-shared-tensor) (read
+it again first, then write them without
 looking):
 
 - ``fill_row(table, rank)``, the worker: write ``rank * rank`` into ``table[rank, 0]`` and this

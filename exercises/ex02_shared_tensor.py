@@ -1,6 +1,7 @@
 """Exercise 02 (shared tensors): fix the lost updates.
 
-``racy_count(nprocs, n, method)`` below is the race of notebook 02 section 4, written out. It puts
+``racy_count(nprocs, n, method)`` below is the race of
+[02 · Races](../notebooks/02_shared_tensors.ipynb#races-lost-updates-and-two-fixes), written out. It puts
 a one-element counter in shared memory, starts ``nprocs`` processes that each add 1 to it ``n``
 times (read, yield the CPU, write) and returns the total. Run it: the total comes out short of
 ``nprocs * n``, because two processes read the same value and both write ``value + 1``.
@@ -8,7 +9,7 @@ times (read, yield the CPU, write) and returns the total. Run it: the total come
 Write ``safe_count(nprocs, n, method)`` and its worker ``safe_add``: the same processes, the same
 read / yield / write in the worker (it stands for any read-modify-write; keep the
 ``time.sleep(0)``, it makes the race show every run), and a total that is exact every time.
-Either fix of section 4 works:
+Either fix of [02 · Races](../notebooks/02_shared_tensors.ipynb#races-lost-updates-and-two-fixes) works:
 
 - one ``ctx.Lock()``, created in the parent and passed to every worker, held around the read *and*
   the write;

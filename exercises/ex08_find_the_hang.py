@@ -1,7 +1,8 @@
 """Exercise 08 (debugging): find where a stuck job waits, from its stack dump.
 
 A job of yours is stuck. It registered ``faulthandler.register(signal.SIGUSR1, all_threads=True)``
-(notebook 08, section 1), so ``kill -USR1 PID`` made it write the stacks of all its threads, the
+([08 · Where is it stuck?](../notebooks/08_debugging_and_pitfalls.ipynb#where-is-it-stuck-a-stack-dump-on-demand)),
+so ``kill -USR1 PID`` made it write the stacks of all its threads, the
 most recent call first, for example::
 
     Thread 0x00007f3a9c5fe6c0 (most recent call first):

@@ -1,4 +1,4 @@
-"""The same training on a cluster (notebook 09, section 4): a Slurm batch script for N nodes x G
+"""The same training on a cluster ([09 · On a cluster](../notebooks/09_multi_node.ipynb#on-a-cluster-slurm)): a Slurm batch script for N nodes x G
 GPUs, and a way to run it on this machine under local stand-ins for ``srun`` and ``scontrol``.
 
 :func:`slurm_script` writes the batch script: one Slurm task per node, each running one torchrun
@@ -83,7 +83,7 @@ def slurm_script(
     ``entry``: what each worker runs, as torchrun takes it (``["-m", "helpers.ddp", "--snapshot",
     PATH]`` or a script and its arguments); it is shell-quoted here. ``gpus_per_node=0``: a CPU job
     with one worker per node (no ``--gpus-per-node`` line). The snapshot path must be on storage
-    every node sees. Notebook 09, section 4.
+    every node sees. Used in [09 · On a cluster](../notebooks/09_multi_node.ipynb#on-a-cluster-slurm).
 
     >>> script = slurm_script(2, 4, ["-m", "helpers.ddp", "--snapshot", "/shared/run 1.pt"])
     >>> "#SBATCH --gpus-per-node=4" in script, "export NPROC_PER_NODE=4" in script
@@ -120,7 +120,7 @@ def _run_batch_locally(
     ``SLURM_NNODES``, ``SLURM_CPUS_PER_TASK`` (from the script's ``#SBATCH --cpus-per-task=N`` line,
     as sbatch does; absent without one) and ``PYTHON`` (this interpreter). Output goes to the
     returned ``stdout``. Past ``timeout`` the script and everything it started (agents, workers)
-    are killed and ``subprocess.TimeoutExpired`` is raised. Notebook 09, section 4.
+    are killed and ``subprocess.TimeoutExpired`` is raised. Used in [09 · On a cluster](../notebooks/09_multi_node.ipynb#on-a-cluster-slurm).
 
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as folder:

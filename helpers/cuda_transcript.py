@@ -58,7 +58,7 @@ def _failure(result: dict) -> str:
 
 def format_transcript(info: dict, results: dict) -> str:
     """The transcript text: a header (device, driver, versions, date), then each demo's outcome.
-    Notebook 04 section 4 prints it for a live GPU run.
+    [04 · Fork versus CUDA](../notebooks/04_fork_and_cuda.ipynb#fork-versus-cuda) prints it for a live GPU run.
 
     >>> text = format_transcript({"device": "GPU X", "date": "2026-01-01"}, {})
     >>> _read_transcript_text(text)[0]["device"]
@@ -177,7 +177,7 @@ def _read_transcript_text(text: str) -> tuple[dict, str]:
 
 def read_transcript(path: Path | str | None = None) -> tuple[dict, str] | None:
     """The committed transcript (``path``, default notebook 04's) as ``(header, text)``, or None
-    when it has not been recorded yet. Notebook 04 section 4 shows it where CUDA is absent.
+    when it has not been recorded yet. [04 · Fork versus CUDA](../notebooks/04_fork_and_cuda.ipynb#fork-versus-cuda) shows it where CUDA is absent.
 
     >>> read_transcript("/nonexistent/transcript.txt") is None
     True
@@ -190,7 +190,7 @@ def read_transcript(path: Path | str | None = None) -> tuple[dict, str] | None:
 
 def recorded_banner(header: dict) -> str:
     """The label shown above a recorded transcript: where and when it was recorded.
-    Notebook 04 section 4 prints it above the recorded transcript.
+    [04 · Fork versus CUDA](../notebooks/04_fork_and_cuda.ipynb#fork-versus-cuda) prints it above the recorded transcript.
 
     >>> print(recorded_banner({"device": "GPU X", "driver": "1", "torch": "2", "date": "d"}))
     RECORDED on GPU X (driver 1, torch 2, d), NOT run now: this machine has no CUDA device.
@@ -204,7 +204,8 @@ def recorded_banner(header: dict) -> str:
 
 def write_transcript(out: TextIO, timeout: float = 120.0, progress: TextIO | None = None) -> dict | None:
     """Run every GPU demo and write the transcript to ``out``; return the results.
-    Used by ``python -m helpers.cuda_transcript``, which records the transcript notebook 04 section 4 shows.
+    Used by ``python -m helpers.cuda_transcript``, which records the transcript
+    [04 · Fork versus CUDA](../notebooks/04_fork_and_cuda.ipynb#fork-versus-cuda) shows.
 
     Without CUDA, write nothing and return None. Not run as a doctest: on a GPU it runs every demo
     (minutes).
@@ -228,7 +229,7 @@ def write_transcript(out: TextIO, timeout: float = 120.0, progress: TextIO | Non
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m helpers.cuda_transcript``: run the GPU demos and print (or save) the transcript.
-    Records the transcript that notebook 04 section 4 shows where CUDA is absent.
+    Records the transcript that [04 · Fork versus CUDA](../notebooks/04_fork_and_cuda.ipynb#fork-versus-cuda) shows where CUDA is absent.
 
     Not run as a doctest: a CLI entry point that needs a CUDA device and takes minutes.
 

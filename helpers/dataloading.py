@@ -49,8 +49,10 @@ class SlowSquares(Dataset):
     """Item ``i`` is ``i * i``, after ``work`` iterations of pure-Python busy work (a CPU-bound transform)
     and an optional ``delay`` in seconds of sleep (waiting on I/O).
 
-    Pure Python holds the GIL, so threads could not speed this up; worker processes can (notebook 07,
-    sections 1 and 5).
+    Pure Python holds the GIL, so threads could not speed this up; worker processes can
+    ([07 · What workers buy](../notebooks/07_dataloader_workers.ipynb#what-workers-buy-loading-in-parallel-with-training)
+    and
+    [07 · Worker options](../notebooks/07_dataloader_workers.ipynb#worker-options-persistent-workers-prefetch-factor-pin-memory-timeout)).
 
     >>> SlowSquares(3, work=10)[2]
     tensor(4)
@@ -77,7 +79,7 @@ class WhoLoadedMe(Dataset):
 
     The worker id is -1 in the main process (no workers).
 
-    Notebook 07, section 2 (and notebook 08).
+    [07 · Who loaded this sample?](../notebooks/07_dataloader_workers.ipynb#who-loaded-this-sample-get-worker-info) (and notebook 08).
 
     >>> WhoLoadedMe(2)[1][:3]
     (1, -1, 0)
@@ -97,7 +99,7 @@ class WhoLoadedMe(Dataset):
 class Numbers(IterableDataset):
     """The numbers ``0..n-1``, with no sharding: every worker gets a copy and yields them all.
 
-    Notebook 07, section 3.
+    Used in [07 · `IterableDataset`](../notebooks/07_dataloader_workers.ipynb#iterabledataset-every-worker-yields-everything-unless-you-shard).
 
     >>> list(Numbers(3))
     [0, 1, 2]
@@ -115,7 +117,7 @@ class ShardedNumbers(Numbers):
 
     Worker ``k`` of ``W`` takes ``k, k+W, k+2W, ...``.
 
-    Notebook 07, section 3.
+    Used in [07 · `IterableDataset`](../notebooks/07_dataloader_workers.ipynb#iterabledataset-every-worker-yields-everything-unless-you-shard).
 
     >>> list(ShardedNumbers(3))  # in the main process there is no worker info: all of them
     [0, 1, 2]
@@ -134,7 +136,7 @@ class RandomDraws(Dataset):
     Before PyTorch 1.9 every forked worker inherited the same NumPy RNG state and drew the same
     "random" numbers; today each worker's NumPy, ``random`` and torch RNGs are seeded differently.
 
-    Notebook 07, section 4.
+    Used in [07 · Random augmentations that repeat](../notebooks/07_dataloader_workers.ipynb#random-augmentations-that-repeat-from-run-to-run).
 
     >>> len(RandomDraws(2)[0])
     3
@@ -157,7 +159,8 @@ class OwnGenerator(Dataset):
     Dataset holds: every worker gets a copy of ``rng`` in the same state (forked, or pickled under
     spawn), so the workers draw the same numbers. :func:`seed_own_generator` fixes that.
 
-    Notebook 07, appendix on an RNG the DataLoader does not seed.
+    Used in
+    [07 · Appendix: an RNG the DataLoader does not seed](../notebooks/07_dataloader_workers.ipynb#appendix-an-rng-the-dataloader-does-not-seed).
 
     >>> OwnGenerator(2)[0] == OwnGenerator(2)[1]  # two copies in the same state
     True
@@ -179,7 +182,8 @@ def seed_own_generator(worker_id: int) -> None:
     worker id, so a seeded ``generator=`` makes it reproducible). For an RNG the DataLoader does not
     seed; torch, ``random`` and NumPy's global RNG it seeds itself (PyTorch >= 1.9).
 
-    Notebook 07, appendix on an RNG the DataLoader does not seed.
+    Used in
+    [07 · Appendix: an RNG the DataLoader does not seed](../notebooks/07_dataloader_workers.ipynb#appendix-an-rng-the-dataloader-does-not-seed).
 
     >>> seed_own_generator(0)  # in the main process there is no worker: nothing to do
     """
@@ -193,7 +197,8 @@ def collect(loader: DataLoader) -> list:
 
     Iterating to the end shuts non-persistent workers down, so nothing is left behind.
 
-    Notebook 07, sections 2 and 4.
+    Used in [07 · Who loaded this sample?](../notebooks/07_dataloader_workers.ipynb#who-loaded-this-sample-get-worker-info) and
+    [07 · Random augmentations that repeat](../notebooks/07_dataloader_workers.ipynb#random-augmentations-that-repeat-from-run-to-run).
 
     >>> collect(DataLoader(Numbers(3), batch_size=2))
     [0, 1, 2]
@@ -235,7 +240,7 @@ def _measure_throughput(
 
 
 def explore_loader(num_workers: int = 2, batch_size: int = 16) -> float:
-    """Widget callback of notebook 07 (appendix): measure and print the loading rate for one setting.
+    """Widget callback of notebook 07's appendix on loading alone: measure and print the loading rate for one setting.
 
     >>> import contextlib, io
     >>> with contextlib.redirect_stdout(io.StringIO()) as printed:
@@ -251,7 +256,7 @@ def explore_loader(num_workers: int = 2, batch_size: int = 16) -> float:
 class CountingDataset(Dataset):
     """Counts, in a shared ``multiprocessing.Value``, how many items the workers have loaded.
 
-    Notebook 07, appendix on ``prefetch_factor``.
+    Used in [07 · Appendix: `prefetch_factor`, counted](../notebooks/07_dataloader_workers.ipynb#appendix-prefetch-factor-counted).
 
     >>> import multiprocessing as mp
     >>> ds = CountingDataset(3, mp.get_context("spawn").Value("i", 0))
@@ -272,12 +277,14 @@ class CountingDataset(Dataset):
 
 
 class SignalsInWorker(Dataset):
-    """Every item makes the worker that loads it send itself ``signum`` (notebook 08, appendix C).
+    """Every item makes the worker that loads it send itself ``signum``
+    ([08 · Appendix C](../notebooks/08_debugging_and_pitfalls.ipynb#appendix-c-the-bus-error-of-older-torch)).
 
     With ``signal.SIGBUS`` the DataLoader reports what a too small ``/dev/shm`` gave with torch
     releases that only sized shared-memory files (the worker got SIGBUS writing into the full file);
     since pytorch PR #161910 (``posix_fallocate``) the worker raises "unable to allocate shared
-    memory(shm) ... No space left on device" instead (torch 2.13 to 2.15, measured in notebook 08 section 4).
+    memory(shm) ... No space left on device" instead (torch 2.13 to 2.15, measured in
+    [08 · A full `/dev/shm`](../notebooks/08_debugging_and_pitfalls.ipynb#a-full-dev-shm)).
     Only in a worker: in the main process it refuses.
 
     >>> SignalsInWorker(15)[0]
@@ -306,7 +313,7 @@ class Records(Dataset):
     object still writes to it (its reference count), so a forked worker copies every page it reads
     (copy-on-read); an array's values are read without touching the pages' contents.
 
-    Notebook 07, appendix on worker memory.
+    Used in [07 · Appendix: worker memory](../notebooks/07_dataloader_workers.ipynb#appendix-worker-memory-tensors-arrays-and-python-objects).
 
     >>> Records(10, as_array=True, block=5)[1]
     35.0
@@ -330,7 +337,8 @@ def worker_memory(dataset: Dataset, method: str = FAST_METHOD) -> dict[str, floa
     ``uss`` is memory only that worker owns (its private copies), ``pss`` adds a fair share of the
     pages it shares (Linux only: psutil has no PSS elsewhere, and the key is then missing), ``rss``
     counts every page it maps. The worker is persistent so it can be measured after the epoch; it is
-    shut down before this returns. Notebook 07, appendix on worker memory.
+    shut down before this returns. Used in
+    [07 · Appendix: worker memory](../notebooks/07_dataloader_workers.ipynb#appendix-worker-memory-tensors-arrays-and-python-objects).
 
     >>> {"uss", "rss"} <= set(worker_memory(Records(1000, as_array=True)))
     True

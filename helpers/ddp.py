@@ -131,7 +131,7 @@ def rank_device(rank: int, world_size: int) -> torch.device:
 
     Under torchrun, ``LOCAL_RANK`` and ``LOCAL_WORLD_SIZE`` count this node's ranks (two nodes of
     4 GPUs run 8 ranks, 4 per node); under ``mp.spawn`` on one machine they are the rank and the
-    world size. Notebook 06 §5; ``train`` uses it.
+    world size. Used in [06 · A real run](../notebooks/06_ddp_mp_spawn.ipynb#a-real-run-snapshots-and-gpus-train); ``train`` uses it.
 
     >>> rank_device(0, 10_000)  # no machine has a GPU for each of 10,000 ranks
     device(type='cpu')
@@ -142,7 +142,11 @@ def rank_device(rank: int, world_size: int) -> torch.device:
 
 
 def minimal_train(rank: int, world_size: int, port: int, path: str) -> None:
-    """One DDP rank at its smallest (notebook 06 §1-3); rank 0 saves the trained weights to ``path``.
+    """One DDP rank at its smallest
+    ([06 · A minimal DDP training function](../notebooks/06_ddp_mp_spawn.ipynb#a-minimal-ddp-training-function)
+    to
+    [06 · What DDP does](../notebooks/06_ddp_mp_spawn.ipynb#what-ddp-does-2-ranks-x-batch-b-1-process-x-batch-2b));
+    rank 0 saves the trained weights to ``path``.
 
     >>> import os, tempfile
     >>> threads = torch.get_num_threads()  # minimal_train sets one thread
@@ -175,7 +179,10 @@ def minimal_train(rank: int, world_size: int, port: int, path: str) -> None:
 
 
 def train(rank: int, world_size: int, snapshot: str, port: int | None = None, epochs: int = EPOCHS) -> None:
-    """:func:`minimal_train` plus what a real run needs (notebook 06 §5, notebook 09 §3): a GPU per rank
+    """:func:`minimal_train` plus what a real run needs
+    ([06 · A real run](../notebooks/06_ddp_mp_spawn.ipynb#a-real-run-snapshots-and-gpus-train),
+    [09 · Training on two nodes, and a worker killed](../notebooks/09_multi_node.ipynb#training-on-two-nodes-and-a-worker-killed)):
+    a GPU per rank
     and nccl, a snapshot every epoch that a rerun resumes from, and ``env://`` under torchrun
     (``port=None``).
 
@@ -228,7 +235,8 @@ def train_single(batch_size: int, epochs: int = EPOCHS) -> dict[str, torch.Tenso
 
     Same data, model, seed and sampler order as :func:`train` (a ``DistributedSampler`` with one
     replica shuffles exactly like the group's), so with ``batch_size = world_size * BATCH_SIZE``
-    it ends with the weights DDP ends with (notebook 06 §3).
+    it ends with the weights DDP ends with
+    ([06 · What DDP does](../notebooks/06_ddp_mp_spawn.ipynb#what-ddp-does-2-ranks-x-batch-b-1-process-x-batch-2b)).
 
     >>> state = train_single(batch_size=64, epochs=1)
     >>> sorted(state)[:2]
@@ -252,7 +260,7 @@ def fail_before_rendezvous(rank: int, world_size: int, port: int, failing_rank: 
     """``failing_rank`` raises before it joins the group; the others wait for it at the rendezvous.
 
     They would wait until the group's timeout (60 s here); ``mp.spawn`` sees the exception first,
-    terminates them and re-raises it in the parent (notebook 06 §4).
+    terminates them and re-raises it in the parent ([06 · When a rank fails](../notebooks/06_ddp_mp_spawn.ipynb#when-a-rank-fails)).
 
     >>> fail_before_rendezvous(0, 1, free_port(), failing_rank=0)
     Traceback (most recent call last):
@@ -274,7 +282,7 @@ def fail_before_rendezvous(rank: int, world_size: int, port: int, failing_rank: 
 
 def join_group(rank: int, world_size: int, port: int, timeout: float) -> None:
     """Join the group and leave it; started with fewer than ``world_size`` processes it fails after
-    ``timeout`` seconds instead of waiting forever (notebook 06 §4).
+    ``timeout`` seconds instead of waiting forever ([06 · When a rank fails](../notebooks/06_ddp_mp_spawn.ipynb#when-a-rank-fails)).
 
     >>> join_group(0, 1, free_port(), timeout=10)  # the whole group: joins and leaves at once
     """
@@ -331,7 +339,9 @@ _WORLD_SIZE_RUNS: dict[int, dict] = {}
 
 
 def explore_world_size(world_size: int = 2) -> dict:
-    """Widget callback of notebook 06 §3: :func:`minimal_train` on 1 to 3 ranks with ``mp.spawn``.
+    """Widget callback of
+    [06 · What DDP does](../notebooks/06_ddp_mp_spawn.ipynb#what-ddp-does-2-ranks-x-batch-b-1-process-x-batch-2b):
+    :func:`minimal_train` on 1 to 3 ranks with ``mp.spawn``.
 
     Prints and returns a summary (steps per rank and epoch, wall seconds of the launch, the largest
     difference to one process with batch ``world_size * BATCH_SIZE``) and plots every world size

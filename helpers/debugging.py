@@ -69,7 +69,7 @@ def take_lock_twice(ready: threading.Event | multiprocessing.synchronize.Event |
     ``ready`` (an Event), when given, is set just before the second acquire.
     Not run here: it hangs on purpose (run it in a child with a deadline).
 
-    Notebook 08, section 1.
+    Used in [08 · Where is it stuck?](../notebooks/08_debugging_and_pitfalls.ipynb#where-is-it-stuck-a-stack-dump-on-demand).
 
     >>> hung = run_with_deadline(take_lock_twice, timeout=2)  # doctest: +SKIP
     >>> hung.timed_out  # doctest: +SKIP
@@ -95,7 +95,7 @@ def hang_with_dump_on_signal(
     :data:`DUMP_END`, so a reader knows the dump is complete.
     Not run here: it hangs on purpose.
 
-    Notebook 08, section 1.
+    Used in [08 · Where is it stuck?](../notebooks/08_debugging_and_pitfalls.ipynb#where-is-it-stuck-a-stack-dump-on-demand).
 
     >>> hang_with_dump_on_signal(None, "/tmp/stacks.txt")  # doctest: +SKIP
     """
@@ -109,7 +109,9 @@ def read_stack_dump(pid: int, dump_path: str, timeout: float = 30.0, until: str 
     """Ask a blocked process for its stacks (SIGUSR1) and return that dump once complete; "" past
     ``timeout``.
 
-    The steps of notebook 08's section 1 cell, for the tests and the exercise checker: wait until
+    The steps of a cell of
+    [08 · Where is it stuck?](../notebooks/08_debugging_and_pitfalls.ipynb#where-is-it-stuck-a-stack-dump-on-demand),
+    for the tests and the exercise checker: wait until
     ``pid`` sleeps (blocked, not starting up), send SIGUSR1, read ``dump_path`` until the worker's
     handler has written :data:`DUMP_END` (see :func:`hang_with_dump_on_signal`) after the dumps
     already there. A process can sleep on its way to the wait too (a file it writes, a lock inside
@@ -140,7 +142,7 @@ def read_stack_dump(pid: int, dump_path: str, timeout: float = 30.0, until: str 
 def py_spy_path() -> str | None:
     """The ``py-spy`` executable: next to this interpreter (a venv's bin/) or on PATH; None if absent.
 
-    Notebook 08, section 1.
+    Used in [08 · Where is it stuck?](../notebooks/08_debugging_and_pitfalls.ipynb#where-is-it-stuck-a-stack-dump-on-demand).
 
     >>> py_spy_path() is None or py_spy_path().endswith("py-spy")
     True
@@ -157,7 +159,7 @@ EXIT_CASES = ("returns", "sys.exit(3)", "raises", "os._exit(7)", "segfault", "SI
 def exit_by(case: str) -> None:
     """End this process in one of the :data:`EXIT_CASES` ways (run it in a child!).
 
-    Notebook 08, section 2.
+    Used in [08 · What the parent sees](../notebooks/08_debugging_and_pitfalls.ipynb#what-the-parent-sees-exit-codes).
 
     >>> exit_by("returns")
     """
@@ -182,7 +184,7 @@ def exit_by(case: str) -> None:
 def exit_on_rank(rank: int, case: str, failing_rank: int = 1) -> None:
     """``mp.spawn`` worker: rank ``failing_rank`` ends by :func:`exit_by` ``(case)``, the others return.
 
-    Notebook 08, section 2.
+    Used in [08 · What the parent sees](../notebooks/08_debugging_and_pitfalls.ipynb#what-the-parent-sees-exit-codes).
 
     >>> exit_on_rank(0, "SIGKILL")  # rank 0 just returns
     """
@@ -196,7 +198,7 @@ def exit_on_rank(rank: int, case: str, failing_rank: int = 1) -> None:
 def sleep_for(seconds: float) -> None:
     """Sleep ``seconds``: a child that is still busy when its parent goes away.
 
-    Notebook 08, section 3.
+    Used in [08 · Leave nothing behind](../notebooks/08_debugging_and_pitfalls.ipynb#leave-nothing-behind-reap-in-finally-and-where-signals-go).
 
     >>> sleep_for(0)
     """
@@ -209,7 +211,8 @@ def wait_for_status(pid: int, status: str, timeout: float = 10.0) -> str:
     Unlike ``Process.is_alive()`` this does not collect an exited child's status, so a zombie stays
     visible. A process that no longer exists reads as ``"gone"``.
 
-    Notebook 08, section 1 (and appendix A).
+    [08 · Where is it stuck?](../notebooks/08_debugging_and_pitfalls.ipynb#where-is-it-stuck-a-stack-dump-on-demand) (and
+    [08 · Appendix A](../notebooks/08_debugging_and_pitfalls.ipynb#appendix-a-the-stop-button-measured-on-a-second-kernel)).
 
     >>> wait_for_status(os.getpid(), "running", timeout=1) in ("running", "sleeping")
     True
@@ -252,7 +255,7 @@ def _write_at_once(path: Path, text: str) -> None:
 def read_pids(ready_dir: str, names: Sequence[str], timeout: float = 60.0) -> dict[str, int]:
     """Wait until every child in ``names`` wrote its pid into ``ready_dir``; return ``{name: pid}``.
 
-    Notebook 08, appendix A.
+    Used in [08 · Appendix A](../notebooks/08_debugging_and_pitfalls.ipynb#appendix-a-the-stop-button-measured-on-a-second-kernel).
 
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as ready:
@@ -299,7 +302,7 @@ def make_orphans(ready_dir: str) -> None:
     Run it as a script (Linux): each child has written its pid into ``ready_dir`` before we die.
     Not run here: it kills the process that calls it.
 
-    Notebook 08, appendix B.
+    Used in [08 · Appendix B](../notebooks/08_debugging_and_pitfalls.ipynb#appendix-b-orphans-after-a-sigkill).
 
     >>> make_orphans(tempfile.mkdtemp())  # doctest: +SKIP
     """
@@ -346,7 +349,7 @@ def orphan_demo(timeout: float = 60.0, watch: float = 10.0) -> dict:
     DataLoader's) took to exit (None: still running after ``watch`` s), whether the plain child lived
     on as an orphan, whether a scan of command lines found it, and that we killed it.
 
-    Notebook 08, appendix B.
+    Used in [08 · Appendix B](../notebooks/08_debugging_and_pitfalls.ipynb#appendix-b-orphans-after-a-sigkill).
 
     >>> demo = orphan_demo()  # doctest: +SKIP
     >>> demo["orphan_alive"], demo["cleaned_up"]  # doctest: +SKIP
@@ -389,7 +392,7 @@ def orphan_demo(timeout: float = 60.0, watch: float = 10.0) -> dict:
 def log_from_child(rank: int, log_queue: queue.Queue | multiprocessing.queues.Queue) -> int:
     """Send this child's log records to ``log_queue`` through a ``QueueHandler``; return the rank.
 
-    Notebook 08, appendix D.
+    Used in [08 · Appendix D](../notebooks/08_debugging_and_pitfalls.ipynb#appendix-d-logs-from-children).
 
     >>> import queue
     >>> q = queue.Queue()
@@ -408,7 +411,7 @@ def log_from_child(rank: int, log_queue: queue.Queue | multiprocessing.queues.Qu
 class ListHandler(logging.Handler):
     """A handler that keeps the records it receives, in ``.records``.
 
-    Notebook 08, appendix D.
+    Used in [08 · Appendix D](../notebooks/08_debugging_and_pitfalls.ipynb#appendix-d-logs-from-children).
 
     >>> handler = ListHandler()
     >>> handler.handle(logging.makeLogRecord({"msg": "hi"})) and handler.records[0].msg

@@ -273,7 +273,7 @@ def _openmp_runtime() -> str:
 
 def usable_cpus() -> int:
     """CPUs this process may really use: its affinity mask, capped by a cgroup CPU quota.
-    Used by the doctor's CPU-threads check (notebook 00 section 5) and by
+    Used by the doctor's CPU-threads check ([00 · Your environment](../notebooks/00_overview.ipynb#your-environment)) and by
     ``helpers.environment.environment_report``, whose ``usable_cpus`` line the set-up of notebooks 01 and 04
     prints.
 

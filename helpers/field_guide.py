@@ -47,16 +47,16 @@ __all__ = [
 ]
 
 CASES: dict[str, str] = {
-    "uneven_inputs": "ranks got different numbers of batches (notebook 10 section 2: DDP's Join)",
-    "one_rank_collective": "a collective called on some ranks only (notebook 10 section 3)",
-    "port_in_use": "two jobs on one rendezvous port (notebook 10 section 4)",
-    "local_rank_argument": "a script that expects --local_rank under the launcher (notebook 10 appendix F)",
-    "oom_killed": "a worker killed by the out-of-memory killer (notebook 10 appendix G)",
-    "unpicklable_worker": "a notebook worker, an unguarded script (notebook 01 section 4; 10, appendix B)",
-    "cuda_in_fork": "CUDA used in a forked child (notebook 04 section 4, notebook 10 appendix C)",
-    "shm_full": "a full /dev/shm (notebook 08 section 4)",
-    "worker_raised": "a worker raised an exception: its traceback is in the message (notebook 06 section 4)",
-    "too_many_open_files": "the file_descriptor sharing strategy ran out of fds (notebook 02 section 5)",
+    "uneven_inputs": "uneven batches: [10 · Uneven inputs](../notebooks/10_field_guide.ipynb#a-ddp-job-hangs-at-the-end-of-an-epoch-uneven-inputs)",
+    "one_rank_collective": "a collective on some ranks: [10 · One rank only](../notebooks/10_field_guide.ipynb#a-collective-called-on-one-rank-only)",
+    "port_in_use": "two jobs on one port: [10 · Address in use](../notebooks/10_field_guide.ipynb#address-already-in-use-two-jobs-on-one-port)",
+    "local_rank_argument": "--local_rank: [10 · Appendix F](../notebooks/10_field_guide.ipynb#appendix-f-unrecognized-arguments-local-rank-0)",
+    "oom_killed": "OOM killer: [10 · Appendix G](../notebooks/10_field_guide.ipynb#appendix-g-a-worker-killed-by-the-out-of-memory-killer)",
+    "unpicklable_worker": "notebook worker, no main guard: [01 · The main guard](../notebooks/01_start_methods.ipynb#the-if-name-main-guard)",
+    "cuda_in_fork": "CUDA in a forked child: [04 · Fork versus CUDA](../notebooks/04_fork_and_cuda.ipynb#fork-versus-cuda)",
+    "shm_full": "a full /dev/shm: [08 · A full /dev/shm](../notebooks/08_debugging_and_pitfalls.ipynb#a-full-dev-shm)",
+    "worker_raised": "a worker raised, see its traceback: [06 · When a rank fails](../notebooks/06_ddp_mp_spawn.ipynb#when-a-rank-fails)",
+    "too_many_open_files": "out of fds: [02 · Sharing](../notebooks/02_shared_tensors.ipynb#sharing-strategies-file-descriptors-or-names)",
 }
 """The cases of notebook 10 (and the errors that other notebooks explain), by name."""
 
@@ -68,7 +68,7 @@ class IndexEntry:
     message: str  # the words a user pastes into a search box, exactly as printed
     case: str  # a key of CASES
     notebook: str  # file name in notebooks/
-    section: str  # the heading's start: "4." for "## 4. ...", or "Appendix C"
+    section: str  # the id of the section that explains it (its anchor in the notebook)
     meaning: str  # one line: what it means
 
 
@@ -77,7 +77,7 @@ ERROR_INDEX: tuple[IndexEntry, ...] = (
         "AttributeError: Can't get attribute 'worker' on <module '__main__'",
         "unpicklable_worker",
         "01_start_methods.ipynb",
-        "Appendix: the error message across Python versions",
+        "appendix-the-error-message-across-python-versions",
         "a spawn/forkserver child cannot import a function defined in a notebook (Python 3.10-3.13; the "
         "module's description after it differs by version; 3.14: `module '__main__' has no attribute`)",
     ),
@@ -85,7 +85,7 @@ ERROR_INDEX: tuple[IndexEntry, ...] = (
         "current process has finished its bootstrapping phase.",
         "unpicklable_worker",
         "01_start_methods.ipynb",
-        "4.",
+        "the-if-name-main-guard",
         'a script without `if __name__ == "__main__":` under spawn/forkserver (a message over several'
         " lines; the line above: `RuntimeError: An attempt has been made to start a new process before the`)",
     ),
@@ -94,14 +94,14 @@ ERROR_INDEX: tuple[IndexEntry, ...] = (
         "multiprocessing, you must use the 'spawn' start method",
         "cuda_in_fork",
         "04_fork_and_cuda.ipynb",
-        "4.",
+        "fork-versus-cuda",
         "CUDA (even `torch.cuda.is_available()`) ran before a fork",
     ),
     IndexEntry(
         "RuntimeError: received 0 items of ancdata",
         "too_many_open_files",
         "02_shared_tensors.ipynb",
-        "5.",
+        "sharing-strategies-file-descriptors-or-names",
         "a Queue consumer holds more shared tensors than it may open files (`file_descriptor`: one fd"
         " per storage): raise `ulimit -n` or use `file_system`",
     ),
@@ -109,7 +109,7 @@ ERROR_INDEX: tuple[IndexEntry, ...] = (
         "RuntimeError: Too many open files. Communication with the workers is no longer possible.",
         "too_many_open_files",
         "02_shared_tensors.ipynb",
-        "5.",
+        "sharing-strategies-file-descriptors-or-names",
         "the same in a DataLoader's main process (batches kept alive: one fd per storage); the message goes"
         " on with the two fixes",
     ),
@@ -118,14 +118,14 @@ ERROR_INDEX: tuple[IndexEntry, ...] = (
         "Too many open files (24)",
         "too_many_open_files",
         "02_shared_tensors.ipynb",
-        "5.",
+        "sharing-strategies-file-descriptors-or-names",
         "the same on the sending side, at `share_memory_()` or a Queue's `put`",
     ),
     IndexEntry(
         "RuntimeError: unable to allocate shared memory(shm) for file",
         "shm_full",
         "08_debugging_and_pitfalls.ipynb",
-        "4.",
+        "a-full-dev-shm",
         "`/dev/shm` is full (from torch 2.13 it ends `No space left on device (28)`; 2.11 named a stale"
         " errno there): `--shm-size`",
     ),
@@ -133,21 +133,21 @@ ERROR_INDEX: tuple[IndexEntry, ...] = (
         "RuntimeError: DataLoader worker (pid 4242) is killed by signal: Bus error.",
         "shm_full",
         "08_debugging_and_pitfalls.ipynb",
-        "Appendix C",
+        "appendix-c-the-bus-error-of-older-torch",
         "a full `/dev/shm` with torch before PR #161910",
     ),
     IndexEntry(
         "RuntimeError: DataLoader timed out after 1 seconds",
         "worker_raised",
         "07_dataloader_workers.ipynb",
-        "5.",
+        "worker-options-persistent-workers-prefetch-factor-pin-memory-timeout",
         "a worker took longer than the loader's `timeout` for one batch (a stuck or slow Dataset)",
     ),
     IndexEntry(
         "-- Process 1 terminated with the following error:",
         "worker_raised",
         "06_ddp_mp_spawn.ipynb",
-        "4.",
+        "when-a-rank-fails",
         "one rank raised; `mp.spawn` shows the first failure it saw, which may be an echo (the line under"
         " `torch.multiprocessing.spawn.ProcessRaisedException:` and a blank line; the rank's traceback"
         " follows)",
@@ -156,7 +156,7 @@ ERROR_INDEX: tuple[IndexEntry, ...] = (
         "torch.multiprocessing.spawn.ProcessExitedException: process 0 terminated with signal SIGKILL",
         "oom_killed",
         "10_field_guide.ipynb",
-        "Appendix G",
+        "appendix-g-a-worker-killed-by-the-out-of-memory-killer",
         "exit code -9: usually the out-of-memory killer",
     ),
     IndexEntry(
@@ -164,7 +164,7 @@ ERROR_INDEX: tuple[IndexEntry, ...] = (
         "address. port: 29500, useIpv6: false, code: -98, name: EADDRINUSE, message: address already in use",
         "port_in_use",
         "10_field_guide.ipynb",
-        "4.",
+        "address-already-in-use-two-jobs-on-one-port",
         "another job (or a leftover) holds the rendezvous port (`code: -98` is Linux's errno; macOS"
         " prints -48)",
     ),
@@ -172,21 +172,21 @@ ERROR_INDEX: tuple[IndexEntry, ...] = (
         "error: unrecognized arguments: --local-rank=0",
         "local_rank_argument",
         "10_field_guide.ipynb",
-        "Appendix F",
+        "appendix-f-unrecognized-arguments-local-rank-0",
         "`torch.distributed.launch` passes `--local-rank`; read `LOCAL_RANK` from the environment",
     ),
     IndexEntry(
         "Timed out waiting 5000ms for recv operation to complete",
         "uneven_inputs",
         "10_field_guide.ipynb",
-        "2.",
+        "a-ddp-job-hangs-at-the-end-of-an-epoch-uneven-inputs",
         "a gloo collective waited past the group's timeout: a rank is elsewhere (uneven inputs?)",
     ),
     IndexEntry(
         "Connection closed by peer [127.0.0.1]:9141",
         "uneven_inputs",
         "10_field_guide.ipynb",
-        "2.",
+        "a-ddp-job-hangs-at-the-end-of-an-epoch-uneven-inputs",
         "the other rank left (finished or crashed) while this one still communicates"
         ' (torch 2.15 goes on "This is typically caused by a remote worker crashing."; 2.11 does not);'
         " the same case can print `Read error [127.0.0.1]:9141: Connection reset by peer` instead",
@@ -195,17 +195,19 @@ ERROR_INDEX: tuple[IndexEntry, ...] = (
         "RuntimeError: [Rank 0]: Ranks 1 failed to pass monitoredBarrier in 4000 ms",
         "one_rank_collective",
         "10_field_guide.ipynb",
-        "3.",
+        "a-collective-called-on-one-rank-only",
         "with TORCH_DISTRIBUTED_DEBUG=DETAIL: names the ranks that never reached the collective. Use"
         " DETAIL on a reproduction without DDP: with torch 2.15.0 and 2.13.0, any DDP model on gloo"
         " crashes under DETAIL (SIGSEGV)",
     ),
 )
-"""The index of error messages (README ``## Error messages``, notebook 10 appendix E)."""
+"""The index of error messages (README ``## Error messages``,
+[10 · Appendix E](../notebooks/10_field_guide.ipynb#appendix-e-the-index-of-error-messages))."""
 
 
 def error_index_markdown(prefix: str = "notebooks/") -> str:
-    """The index as a Markdown table, as the README and notebook 10 appendix E show it; links
+    """The index as a Markdown table, as the README and
+    [10 · Appendix E](../notebooks/10_field_guide.ipynb#appendix-e-the-index-of-error-messages) show it; links
     are ``prefix`` + the notebook's file name (``""`` from inside notebooks/).
 
     >>> error_index_markdown().splitlines()[0]
@@ -213,13 +215,8 @@ def error_index_markdown(prefix: str = "notebooks/") -> str:
     """
     rows = ["| message | what it means | where |", "|---|---|---|"]
     for entry in ERROR_INDEX:
-        number = entry.notebook[:2]
-        where = (
-            f"{number} §{entry.section.rstrip('.')}"
-            if entry.section[0].isdigit()
-            else f"{number}, {entry.section}"
-        )
-        rows.append(f"| `{entry.message}` | {entry.meaning} | [{where}]({prefix}{entry.notebook}) |")
+        where = f"[notebook {entry.notebook[:2]}]({prefix}{entry.notebook}#{entry.section})"
+        rows.append(f"| `{entry.message}` | {entry.meaning} | {where} |")
     return "\n".join(rows)
 
 
@@ -243,7 +240,8 @@ def train_uneven(
     rank: int, world_size: int, port: int, batches: Sequence[int], use_join: bool, timeout: float
 ) -> None:
     """DDP on gloo where rank ``r`` trains ``batches[r]`` batches, then all meet at a barrier
-    (notebook 10 section 2). Without ``use_join`` the rank with more batches waits in backward's
+    ([10 · Uneven inputs](../notebooks/10_field_guide.ipynb#a-ddp-job-hangs-at-the-end-of-an-epoch-uneven-inputs)). Without
+    ``use_join`` the rank with more batches waits in backward's
     all-reduce for ranks that are gone to the barrier: a hang, ended by the group's ``timeout``.
     With it, the loop runs inside ``Join([model])``. Each rank prints its bias gradient per step:
     8.0 while every rank trains, 8.0 / world_size once the others have joined (they add zeros).
@@ -279,7 +277,8 @@ def train_uneven(
 
 
 def metric_in_join(rank: int, world_size: int, port: int, timeout: float) -> None:
-    """The bug of notebook 10 section 2: uneven inputs inside ``Join``, plus the loss all-reduced
+    """The bug of [10 · Uneven inputs](../notebooks/10_field_guide.ipynb#a-ddp-job-hangs-at-the-end-of-an-epoch-uneven-inputs):
+    uneven inputs inside ``Join``, plus the loss all-reduced
     in the loop to log it. ``Join`` answers only DDP's collectives: on a rank that has joined, this
     all-reduce meets ``Join``'s own collectives, so the ranks fail (a collective mismatch) or wait
     until the group's ``timeout``. The fix, in ``patterns/10_uneven_inputs.py``: sum the loss on
@@ -309,7 +308,7 @@ def metric_in_join(rank: int, world_size: int, port: int, timeout: float) -> Non
 def reduce_metric(rank: int, world_size: int, port: int, timeout: float, on_every_rank: bool) -> None:
     """Sum a metric over the ranks with ``all_reduce``; the bug (``on_every_rank=False``) calls it
     under ``if rank == 0``, so rank 0 waits for partners that never come until the group's
-    ``timeout`` (notebook 10 section 3).
+    ``timeout`` ([10 · A collective called on one rank only](../notebooks/10_field_guide.ipynb#a-collective-called-on-one-rank-only)).
 
     >>> from helpers.ddp import free_port
     >>> reduce_metric(0, 1, free_port(), timeout=30, on_every_rank=False)  # a world of one: no partner
@@ -336,7 +335,8 @@ def reduce_metric(rank: int, world_size: int, port: int, timeout: float, on_ever
 def stderr_of_children() -> Iterator[Callable[[], str]]:
     """Send this process's file descriptor 2 to a temp file while the block runs, so the children
     started inside write their tracebacks there; yields a function that returns what they wrote.
-    Notebook 10 appendix B counts the tracebacks of Pool workers with it.
+    [10 · Appendix B](../notebooks/10_field_guide.ipynb#appendix-b-pool-map-never-returns-a-worker-from-the-notebook)
+    counts the tracebacks of Pool workers with it.
 
     >>> import subprocess, sys
     >>> with stderr_of_children() as written:
@@ -391,7 +391,7 @@ def memory_cgroup(limit: int, name: str = "field-guide-oom") -> Iterator[Path | 
     controller). cgroup v2 sets ``memory.max`` and no swap; v1 sets ``memory.limit_in_bytes`` and,
     where the kernel accounts swap, ``memory.memsw.limit_in_bytes`` (memory plus swap); a v1 host
     with swap on and no swap accounting would swap instead of killing: None there too
-    (notebook 10 appendix G).
+    ([10 · Appendix G](../notebooks/10_field_guide.ipynb#appendix-g-a-worker-killed-by-the-out-of-memory-killer)).
 
     >>> with memory_cgroup(64 << 20) as folder:
     ...     folder is None or (folder / "cgroup.procs").exists()
@@ -427,8 +427,8 @@ def memory_cgroup(limit: int, name: str = "field-guide-oom") -> Iterator[Path | 
 
 
 def oom_kills(folder: Path) -> int:
-    """How many processes the OOM killer killed in cgroup ``folder``: ``oom_kill`` of
-    ``memory.events`` (cgroup v2) or of ``memory.oom_control`` (v1). Notebook 10 appendix G.
+    """How many processes the OOM killer killed in cgroup ``folder``: ``oom_kill`` of ``memory.events``
+    (cgroup v2) or ``memory.oom_control`` (v1), [10 · OOM](../notebooks/10_field_guide.ipynb#appendix-g-a-worker-killed-by-the-out-of-memory-killer).
 
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as d:
@@ -442,9 +442,9 @@ def oom_kills(folder: Path) -> int:
 
 
 def allocate_in_cgroup(rank: int, folder: str, mib: int) -> None:
-    """Move this process into cgroup ``folder``, then allocate and touch ``mib`` MiB (notebook 10
-    appendix G). Past the cgroup's limit the kernel's OOM killer sends SIGKILL: no traceback, no
-    ``finally``, only exit code -9.
+    """Move this process into cgroup ``folder``, then allocate and touch ``mib`` MiB. Past the cgroup's
+    limit the kernel's OOM killer sends SIGKILL: no traceback, no ``finally``, only exit code -9.
+    Used in [10 · Appendix G](../notebooks/10_field_guide.ipynb#appendix-g-a-worker-killed-by-the-out-of-memory-killer).
 
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as d:  # a folder that is no cgroup: only the allocation
@@ -457,9 +457,9 @@ def allocate_in_cgroup(rank: int, folder: str, mib: int) -> None:
 
 
 def sigkill_self(rank: int = 0) -> None:
-    """The stand-in for the OOM killer where no cgroup can be made (notebook 10 appendix G): this
-    process sends itself SIGKILL, the signal the OOM killer sends. Not the kernel's decision: labelled.
-    POSIX only; run it in a child.
+    """The stand-in for the OOM killer where no cgroup can be made: this process sends itself
+    SIGKILL, the signal the OOM killer sends. Not the kernel's decision: labelled. POSIX only; run it
+    in a child ([10 · OOM](../notebooks/10_field_guide.ipynb#appendix-g-a-worker-killed-by-the-out-of-memory-killer)).
 
     >>> import multiprocessing
     >>> child = multiprocessing.get_context("spawn").Process(target=sigkill_self)
@@ -473,8 +473,9 @@ def sigkill_self(rank: int = 0) -> None:
 
 def blas_threads(limit: int | None = None) -> tuple[int, int]:
     """``(pid, threads)``: the threads of the largest BLAS pool in this process, as ``threadpoolctl``
-    reports them, optionally capped at ``limit`` first (notebook 10 appendix A). NumPy's OpenBLAS
-    is the one a worker that imports only NumPy has; SciPy loads a second library with a pool of its
+    reports them, optionally capped at ``limit`` first
+    ([10 · Appendix A](../notebooks/10_field_guide.ipynb#appendix-a-slow-nothing-fails-numpy-s-thread-pool-in-every-worker)).
+    NumPy's OpenBLAS is the one a worker that imports only NumPy has; SciPy loads a second library with a pool of its
     own, capped the same way.
 
     >>> blas_threads(limit=1)[1]
@@ -490,7 +491,8 @@ def blas_threads(limit: int | None = None) -> tuple[int, int]:
 
 
 def square(x: int) -> int:
-    """One job for a spawn ``Pool`` (notebook 10 appendix B): defined in a module, so it imports.
+    """One job for a spawn ``Pool``: defined in a module, so it imports.
+    [10 · Appendix B](../notebooks/10_field_guide.ipynb#appendix-b-pool-map-never-returns-a-worker-from-the-notebook).
 
     >>> square(4)
     16

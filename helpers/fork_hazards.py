@@ -58,7 +58,9 @@ def parallel_op(size: int = 4_000_000, threads: int | None = None) -> float:
     """Run a multi-threaded CPU kernel (a float64-to-float32 copy of ``size`` elements).
 
     With GNU OpenMP, a *fork* child whose parent already ran such a kernel hangs here forever
-    unless ``threads=1`` is set first (notebook 04, section 2; Linux, GNU libgomp, 2+ CPUs).
+    unless ``threads=1`` is set first
+    ([04 · The CPU twin](../notebooks/04_fork_and_cuda.ipynb#the-cpu-twin-openmp-after-fork); Linux, GNU
+    libgomp, 2+ CPUs).
 
     >>> parallel_op(1000, threads=1) != 0.0
     True
@@ -78,7 +80,8 @@ def parallel_op(size: int = 4_000_000, threads: int | None = None) -> float:
 class HangReport:
     """One child that ran :func:`parallel_op`, and what became of it.
 
-    Notebook 04 section 2 records its children in them (and plots them); the appendix adds the
+    [04 · The CPU twin](../notebooks/04_fork_and_cuda.ipynb#the-cpu-twin-openmp-after-fork) records its
+    children in them (and plots them); the appendix adds the
     stack and thread states that :func:`fork_hang_report` collects.
     """
 
@@ -140,7 +143,8 @@ def fork_hang_report(
     method: str = "fork", threads: int | None = None, timeout: float = 3.0, label: str | None = None
 ) -> HangReport:
     """Run the parallel op in one ``method`` child with a deadline; if it hangs, say where.
-    Notebook 04, "Appendix: where the fork child is stuck", and the widget of section 2.
+    Used in [04 · Appendix: where the fork child is stuck](../notebooks/04_fork_and_cuda.ipynb#appendix-where-the-fork-child-is-stuck)
+    and the widget of [04 · The CPU twin](../notebooks/04_fork_and_cuda.ipynb#the-cpu-twin-openmp-after-fork).
 
     The child arms ``faulthandler.dump_traceback_later`` at half the deadline, so a stuck child
     leaves its Python stack in a temp file; the parent also reads the child's thread states from
@@ -178,7 +182,7 @@ def fork_hang_report(
 
 def plot_fixes(reports: list[HangReport]) -> Figure:
     """Bar chart: seconds per variant; a hung child's bar reaches its deadline and is hatched.
-    Notebook 04 section 2, the fixes side by side.
+    [04 · The CPU twin](../notebooks/04_fork_and_cuda.ipynb#the-cpu-twin-openmp-after-fork), the fixes side by side.
 
     >>> fig = plot_fixes([HangReport("spawn", "spawn", None, True, 1.2, 60.0)])
     """
@@ -227,7 +231,9 @@ def hang_demo(threads: int | None = None, method: str = "fork", timeout: float =
 
 
 def take_lock(lock: threading.Lock, timeout: float = 2.0) -> None:
-    """Fork child of notebook 04 section 3: take ``lock`` within ``timeout`` s; exit code 1 if not.
+    """Fork child of
+    [04 · The general principle](../notebooks/04_fork_and_cuda.ipynb#the-general-principle-a-lock-held-by-another-thread):
+    take ``lock`` within ``timeout`` s; exit code 1 if not.
 
     A fork child gets a copy of the parent's lock in the state it had at the fork. If another
     thread held it then, no thread in the child will ever release it: ``acquire`` can only time
@@ -275,7 +281,8 @@ def fork_warning(show: bool = True, timeout: float = 60.0) -> list[str]:
     """Fork a child from a fresh, two-threaded interpreter; return what it printed (stderr first).
 
     With ``show`` the script turns DeprecationWarnings on (``warnings.simplefilter("default")``);
-    without, Python's default filters apply. Notebook 04, "Appendix: Python 3.12's fork warning".
+    without, Python's default filters apply. Used in
+    [04 · Appendix: Python 3.12's fork warning](../notebooks/04_fork_and_cuda.ipynb#appendix-python-3-12-s-fork-warning).
 
     >>> lines = fork_warning(show=False)
     >>> lines[-1].startswith("python"), any("multi-threaded" in line for line in lines)

@@ -67,7 +67,8 @@ def train_worker(
     rank: int, model: nn.Module, x: torch.Tensor, y: torch.Tensor, steps: int, seed: int = 0, threads: int = 1
 ) -> None:
     """One Hogwild worker: ``steps`` SGD steps on the shared ``model``, without any lock.
-    Notebook 05 section 2 shows it and starts it in each process; section 6 runs it on a GPU.
+    [05 · The Hogwild pattern](../notebooks/05_hogwild.ipynb#the-hogwild-pattern) shows it and starts it in each process;
+    [05 · On a GPU](../notebooks/05_hogwild.ipynb#on-a-gpu) runs it on a GPU.
 
     >>> train_worker(0, make_model(), *load_digits_split()[:2], steps=2, threads=torch.get_num_threads())
     """
@@ -120,7 +121,8 @@ def add_ones(
 ) -> None:
     """Add 1 to every element of the shared ``tensor``, ``adds`` times; with ``lock``, one add at a time.
 
-    ``start`` (a Barrier) lines the workers up so their adds overlap (notebook 05, section 3).
+    ``start`` (a Barrier) lines the workers up so their adds overlap
+    ([05 · What Hogwild gives up](../notebooks/05_hogwild.ipynb#what-hogwild-gives-up-updates-race)).
 
     >>> t = torch.zeros(3)
     >>> add_ones(0, t, adds=5)
@@ -164,7 +166,7 @@ def _run_hogwild(
     workers trained (timed inside them), ``accuracy`` of the shared model on the test set. With
     ``own_models=True`` each worker trains a model of its own instead (nothing shared between
     workers: the machine's ceiling for ``nprocs`` processes; ``accuracy`` is None). Used by
-    :func:`measure_speedup` (notebook 05 section 4) and the widget.
+    :func:`measure_speedup` ([05 · Is it faster?](../notebooks/05_hogwild.ipynb#is-it-faster)) and the widget.
 
     >>> run = _run_hogwild(nprocs=2, epochs=1)
     >>> run["nprocs"], 0.0 < run["accuracy"] <= 1.0
@@ -208,7 +210,7 @@ def _run_hogwild(
 
 def _run_single(epochs: float, threads: int = 1, seed: int = 0, budget: float | None = None) -> dict:
     """The baseline: :func:`train_worker` in *this* process (no start-up), ``threads`` threads.
-    Notebook 05 section 4, the single-process baselines.
+    [05 · Is it faster?](../notebooks/05_hogwild.ipynb#is-it-faster), the single-process baselines.
 
     Same result keys as :func:`_run_hogwild` (``wall`` equals the training time here). With
     ``budget`` (seconds) it trains in tenths of the run and stops after the first tenth that ends
@@ -265,7 +267,7 @@ def measure_speedup(
 ) -> dict:
     """Hogwild beside the machine's ceiling and two single-process baselines: medians of
     ``repeats`` interleaved rounds (a change in the machine's load hits every run alike).
-    Notebook 05 section 4 calls it; ``python -m helpers.hogwild`` runs it.
+    [05 · Is it faster?](../notebooks/05_hogwild.ipynb#is-it-faster) calls it; ``python -m helpers.hogwild`` runs it.
 
     Each round runs, ``epochs`` passes over the training set each: one process with 1 thread and
     with 2 threads (:func:`_run_single`, each stopped after ``budget`` seconds), Hogwild (``nprocs``

@@ -50,7 +50,9 @@ class NotImportableError(ValueError):
     """The worker function cannot be imported by a spawn/forkserver child.
 
     What :func:`launch` and :func:`check_importable` raise, before any process starts, for a worker
-    defined in a notebook (notebook 01 section 3 shows the failure they prevent).
+    defined in a notebook
+    ([01 · A worker defined in the notebook fails under spawn](../notebooks/01_start_methods.ipynb#a-worker-defined-in-the-notebook-fails-under-spawn)
+    shows the failure they prevent).
     """
 
 
@@ -71,7 +73,8 @@ def main_is_importable() -> bool:
 
     The same test as ``multiprocessing.spawn.get_preparation_data``: ``__main__`` has a module spec
     with a name (``python -m pkg.mod``) or a ``__file__``. A notebook kernel's, an interactive
-    session's and ``python -c``'s ``__main__`` have neither. Notebook 01 section 3.
+    session's and ``python -c``'s ``__main__`` have neither. Used in
+    [01 · A worker defined in the notebook fails under spawn](../notebooks/01_start_methods.ipynb#a-worker-defined-in-the-notebook-fails-under-spawn).
 
     >>> import sys, types
     >>> saved = sys.modules["__main__"]

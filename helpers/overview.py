@@ -24,7 +24,8 @@ __all__ = ["square_into"]
 
 
 def square_into(shared: torch.Tensor, rank: int) -> None:
-    """Write ``rank * rank`` into slot ``rank`` of ``shared``, in place (notebook 00, section 1).
+    """Write ``rank * rank`` into slot ``rank`` of ``shared``, in place
+    ([00 · A first program](../notebooks/00_overview.ipynb#a-first-program-four-processes-one-shared-tensor)).
 
     In place is the point: ``shared[rank] = ...`` writes into the storage every process maps,
     where ``shared = shared + 1`` would only rebind a local name.

@@ -46,7 +46,8 @@ def new_figure(title: str, xlabel: str = "", ylabel: str = "", ncols: int = 1) -
     The style is applied to this figure only, never through ``plt.style.context``: leaving that
     context restores every rcParam, which stops Jupyter's inline backend from showing later figures.
 
-    Every notebook's plots (e.g. notebook 07, section 1).
+    Every notebook's plots (e.g.
+    [07 · What workers buy](../notebooks/07_dataloader_workers.ipynb#what-workers-buy-loading-in-parallel-with-training)).
 
     >>> fig, (left, right) = new_figure("two panels", ncols=2)
     """
@@ -72,7 +73,8 @@ def bar_chart(
 ) -> BarContainer:
     """Bars with their value written on top (numbers a reader should not have to estimate).
 
-    Notebooks 02, 05 and 07 (e.g. 07, section 1).
+    Notebooks 02, 05 and 07 (e.g.
+    [07 · What workers buy](../notebooks/07_dataloader_workers.ipynb#what-workers-buy-loading-in-parallel-with-training)).
 
     >>> fig, ax = new_figure("demo")
     >>> bars = bar_chart(ax, ["a", "b"], [1.0, 2.5])

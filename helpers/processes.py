@@ -51,7 +51,8 @@ DEV_SHM = Path("/dev/shm")
 class ChildResult:
     """What happened to one child started by :func:`run_with_deadline`.
 
-    What :func:`run_with_deadline` returns (notebook 01 section 3).
+    What :func:`run_with_deadline` returns. Used in
+    [01 · A worker defined in the notebook fails under spawn](../notebooks/01_start_methods.ipynb#a-worker-defined-in-the-notebook-fails-under-spawn).
     """
 
     exitcode: int | None  # None never survives reap(); negative means "killed by signal -exitcode"
@@ -67,7 +68,9 @@ class ChildResult:
 
 def reap(processes: Sequence[BaseProcess], timeout: float = 5.0) -> list[int | None]:
     """Join every process within one shared deadline, then terminate and kill the stragglers.
-    Every helpers launcher reaps its children with it (notebook 08 section 3 writes the same steps
+    Every helpers launcher reaps its children with it
+    ([08 · Leave nothing behind](../notebooks/08_debugging_and_pitfalls.ipynb#leave-nothing-behind-reap-in-finally-and-where-signals-go)
+    writes the same steps
     as a plain ``try/finally``).
 
     Returns the exit codes in order. Processes that were never started are skipped (code None).
@@ -96,7 +99,8 @@ def reap(processes: Sequence[BaseProcess], timeout: float = 5.0) -> list[int | N
 @contextlib.contextmanager
 def running(processes: Sequence[BaseProcess], timeout: float = 30.0) -> Iterator[list[BaseProcess]]:
     """Start ``processes``; on leaving the block, reap them (also on error or KeyboardInterrupt).
-    Notebook 08 section 3 writes the same steps as a plain ``try/finally``.
+    [08 · Leave nothing behind](../notebooks/08_debugging_and_pitfalls.ipynb#leave-nothing-behind-reap-in-finally-and-where-signals-go)
+    writes the same steps as a plain ``try/finally``.
 
     On a normal exit the children get what is left of ``timeout`` (counted from the start of the
     block) to finish, then are terminated; on an exception they are terminated at once. Use it
@@ -223,8 +227,9 @@ _INFRASTRUCTURE = ("multiprocessing.forkserver", "multiprocessing.resource_track
 
 def live_children(include_infrastructure: bool = False) -> list[psutil.Process]:
     """The running descendants of this process (zombies excluded): what a leak check looks for.
-    Every notebook asserts ``live_children() == []`` after its demos (e.g. notebook 01 section 6, notebook
-    03 section 4).
+    Every notebook asserts ``live_children() == []`` after its demos (e.g.
+    [01 · `mp.spawn`](../notebooks/01_start_methods.ipynb#mp-spawn-one-process-per-rank),
+    [03 · Join before get](../notebooks/03_queues_and_pipes.ipynb#join-before-get-a-deadlock)).
 
     multiprocessing's forkserver and resource tracker are left out unless
     ``include_infrastructure``: they are started once and live as long as this process does.
@@ -308,8 +313,8 @@ def shared_memory_segments(pid: int | None = None) -> list[str]:
 
 def dev_shm_entries() -> set[str]:
     """Names currently in ``/dev/shm`` (empty set where it does not exist): the leak check's view.
-    Used by the doctor's /dev/shm check (notebook 00 section 5) and by
-    ``helpers.shared_tensors.torch_entries_of`` (notebook 02, appendix).
+    Used by the doctor's /dev/shm check ([00 · Your environment](../notebooks/00_overview.ipynb#your-environment)) and by
+    ``helpers.shared_tensors.torch_entries_of`` ([02 · Appendix: inside the handle](../notebooks/02_shared_tensors.ipynb#appendix-inside-the-handle)).
 
     >>> isinstance(dev_shm_entries(), set)
     True
@@ -321,7 +326,7 @@ def dev_shm_entries() -> set[str]:
 
 def kill_tree(pid: int, grace: float = 10.0) -> list[int]:
     """SIGTERM process ``pid`` and all its descendants; SIGKILL whatever is left after ``grace`` s.
-    Notebook 08, appendix A (the stop button).
+    [08 · Appendix A](../notebooks/08_debugging_and_pitfalls.ipynb#appendix-a-the-stop-button-measured-on-a-second-kernel) (the stop button).
 
     The descendants are listed *before* anything is signalled: a launcher such as torchrun starts
     its workers in sessions of their own, so killing the launcher's process group misses them, and
@@ -358,7 +363,10 @@ def run_python_script(
     env: Mapping[str, str | None] | None = None,
 ) -> subprocess.CompletedProcess:
     """Run ``source`` as a script file in a fresh interpreter, in a temporary directory; bounded.
-    Notebook 01 sections 1 and 4 (a script run as a file, with its own start method and guard).
+    [01 · Start processes](../notebooks/01_start_methods.ipynb#start-processes-start-join-timeout-exitcode)
+    and
+    [01 · The `if __name__ == "__main__":` guard](../notebooks/01_start_methods.ipynb#the-if-name-main-guard)
+    (a script run as a file, with its own start method and guard).
 
     For lessons that need a real ``__main__`` (the ``if __name__ == "__main__":`` guard) or a
     pristine interpreter (``set_start_method`` can only be called once per process; a process that

@@ -7,7 +7,9 @@ is bounded.
 Queues and pipes pickle what they carry: never read one that someone you do not trust can write to
 (unpickling runs code).
 
-Example (notebook 03 section 3: producers end with a sentinel; the consumer counts sentinels)::
+Example
+([03 · A producer/consumer pipeline](../notebooks/03_queues_and_pipes.ipynb#a-producer-consumer-pipeline):
+producers end with a sentinel; the consumer counts sentinels)::
 
     >>> import torch.multiprocessing as mp
     >>> from helpers.queues import produce
@@ -84,7 +86,7 @@ def pickled_size(obj: object) -> int:
 
 def feeder_threads() -> int:
     """How many ``multiprocessing.Queue`` feeder threads this process runs now.
-    Notebook 03 section 2 (a Queue's feeder thread; a Pipe has none).
+    [03 · Pipe and SimpleQueue](../notebooks/03_queues_and_pipes.ipynb#pipe-and-simplequeue) (a Queue's feeder thread; a Pipe has none).
 
     >>> feeder_threads() >= 0
     True
@@ -115,7 +117,8 @@ def pipe_doubler(conn: Connection) -> None:
 
 def produce(rank: int, q: MPQueue, n_items: int, done: Event, timeout: float = 60.0) -> None:
     """Producer: put ``n_items`` tensors filled with ``rank`` on ``q``, then the sentinel ``None``;
-    stay alive until the consumer sets ``done`` (at most ``timeout`` s). Notebook 03 section 3.
+    stay alive until the consumer sets ``done`` (at most ``timeout`` s). Used in
+    [03 · A producer/consumer pipeline](../notebooks/03_queues_and_pipes.ipynb#a-producer-consumer-pipeline).
 
     >>> import queue
     >>> q, done = queue.Queue(), threading.Event()
@@ -133,7 +136,7 @@ def produce(rank: int, q: MPQueue, n_items: int, done: Event, timeout: float = 6
 
 def put_arrays(q: MPQueue | MPSimpleQueue, n_items: int, nbytes: int) -> None:
     """Producer: put ``n_items`` float32 NumPy arrays of ``nbytes`` bytes each (pickled whole), then
-    exit. Notebook 03 section 4 (join before get).
+    exit. [03 · Join before get](../notebooks/03_queues_and_pipes.ipynb#join-before-get-a-deadlock) (a deadlock).
 
     >>> q = mp.get_context("spawn").SimpleQueue()
     >>> put_arrays(q, 2, 16)
@@ -147,7 +150,7 @@ def put_arrays(q: MPQueue | MPSimpleQueue, n_items: int, nbytes: int) -> None:
 
 def put_tensor(q: MPQueue, nbytes: int, consumed: Event | None = None, timeout: float = 30) -> None:
     """Producer: put one float32 tensor of ``nbytes`` bytes (a shared-memory handle), then exit.
-    Notebook 03 section 5 (keep the producer alive).
+    Used in [03 · Keep the producer alive](../notebooks/03_queues_and_pipes.ipynb#keep-the-producer-alive).
 
     With an Event ``consumed``, stay alive until it is set (at most ``timeout`` s): the consumer sets
     it when it is done with the tensor. Under ``file_descriptor`` the consumer fetches the shared
@@ -177,7 +180,7 @@ def pool_producer(
 ) -> None:
     """Producer side of a buffer pool: take a free buffer index, fill that buffer in place, pass the
     index on; ``None`` at the end. Only small integers cross the queues; the data never moves.
-    Notebook 03 section 6.
+    Used in [03 · A pool of reusable buffers](../notebooks/03_queues_and_pipes.ipynb#a-pool-of-reusable-buffers).
 
     >>> import queue
     >>> buffers, free, full = [torch.zeros(2), torch.zeros(2)], queue.Queue(), queue.Queue()
@@ -209,7 +212,7 @@ def handoff_consumer(inbox: MPQueue | Connection, acks: MPQueue, buffers: dict[f
     """Consumer of the handoff benchmark: acknowledge each item with its last element; stop at None.
 
     ``inbox`` is a Queue or a Pipe's end. It reads *one* element of what it received: the benchmark
-    measures the handoff, not access to the data. Notebook 03 section 7.
+    measures the handoff, not access to the data. Used in [03 · What a handoff costs](../notebooks/03_queues_and_pipes.ipynb#what-a-handoff-costs).
 
     >>> import queue
     >>> inbox, acks = queue.Queue(), queue.Queue()

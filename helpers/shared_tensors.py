@@ -2,7 +2,7 @@
 
 Everything that runs in a child lives here, so spawn and forkserver children can import it. Every
 worker sets its torch thread count before its first op (a fork child of a kernel that ran parallel
-kernels hangs in GNU OpenMP otherwise; notebook 04 section 2).
+kernels hangs in GNU OpenMP otherwise; [04 · The CPU twin](../notebooks/04_fork_and_cuda.ipynb#the-cpu-twin-openmp-after-fork)).
 
 Example::
 

@@ -17,7 +17,9 @@ def register_stack_dump() -> int | None:
     The stacks go to an anonymous in-memory file (``memfd``) that :func:`inspect` finds through
     ``/proc/PID/fd`` and reads after sending SIGUSR1, where ``py-spy`` cannot attach (a container
     without ``SYS_PTRACE``). Processes started by ``helpers.launch.launch`` call it. Returns the
-    fd, or None where memfd does not exist (not Linux). Notebook 08 §1 uses it.
+    fd, or None where memfd does not exist (not Linux).
+    [08 · Where is it stuck?](../notebooks/08_debugging_and_pitfalls.ipynb#where-is-it-stuck-a-stack-dump-on-demand)
+    uses it.
 
     >>> fd = register_stack_dump()
     >>> fd is None or os.readlink(f"/proc/self/fd/{fd}").startswith("/memfd:")

@@ -40,7 +40,8 @@ STATE = {"value": "set at import"}
 
 
 def square(x: int) -> int:
-    """One independent job for a ``Pool`` (notebook 01 section 5).
+    """One independent job for a ``Pool``
+    ([01 · A pool of workers for independent jobs](../notebooks/01_start_methods.ipynb#a-pool-of-workers-for-independent-jobs)).
 
     >>> square(3)
     9
@@ -51,7 +52,8 @@ def square(x: int) -> int:
 def whoami(rank: int, results: mp.queues.Queue) -> None:
     """Put who this child is on ``results``: rank, pid, parent pid and process name.
 
-    Notebook 01 section 2 starts it once per start method (a forkserver child's parent is the server).
+    [01 · Three start methods](../notebooks/01_start_methods.ipynb#three-start-methods) starts it once per
+    start method (a forkserver child's parent is the server).
 
     >>> import queue
     >>> q = queue.Queue()
@@ -72,7 +74,9 @@ def whoami(rank: int, results: mp.queues.Queue) -> None:
 def what_i_inherit(rank: int, fd: int, results: mp.queues.Queue) -> None:
     """Put what this child inherited on ``results``: :data:`STATE`, ``$LESSON_VAR``, file ``fd``.
 
-    Notebook 01, "Appendix: what a child inherits, live": a fork child sees module state changed
+    Used in
+    [01 · Appendix: what a child inherits, live](../notebooks/01_start_methods.ipynb#appendix-what-a-child-inherits-live):
+    a fork child sees module state changed
     after import and every open file descriptor (it reads 5 bytes through ``fd``, moving the offset
     the parent shares); spawn and forkserver children re-import the module and get only the
     standard streams and what multiprocessing passes them.
@@ -94,7 +98,7 @@ def what_i_inherit(rank: int, fd: int, results: mp.queues.Queue) -> None:
 
 def report_rank(rank: int, results: mp.queues.Queue) -> None:
     """For ``torch.multiprocessing.spawn``: put ``(rank, pid)`` on ``results``.
-    Notebook 01 section 6 starts it with ``mp.spawn``.
+    [01 · `mp.spawn`](../notebooks/01_start_methods.ipynb#mp-spawn-one-process-per-rank) starts it with ``mp.spawn``.
 
     ``mp.spawn`` calls ``fn(rank, *args)``: the rank comes first, always.
 
@@ -109,8 +113,10 @@ def report_rank(rank: int, results: mp.queues.Queue) -> None:
 
 def fail_on_rank(rank: int, bad_rank: int, others_sleep: float = 30.0) -> None:
     """Raise on ``bad_rank``; the other ranks sleep, so someone must terminate them.
-    Notebook 01 section 1 (the exit codes of a failed and of a hung child) and its appendix
-    "``mp.spawn`` with a deadline" (what ``mp.spawn`` does when one rank fails).
+    [01 · Start processes](../notebooks/01_start_methods.ipynb#start-processes-start-join-timeout-exitcode)
+    (the exit codes of a failed and of a hung child) and its appendix
+    [01 · Appendix: `mp.spawn` with a deadline](../notebooks/01_start_methods.ipynb#appendix-mp-spawn-with-a-deadline)
+    (what ``mp.spawn`` does when one rank fails).
 
     >>> fail_on_rank(0, bad_rank=0)
     Traceback (most recent call last):
@@ -147,7 +153,7 @@ def guard_script(guarded: bool, method: str = "spawn") -> str:
     forkserver, Python up to 3.13.7 does the same in each child; from 3.13.8 and 3.14 (CPython
     gh-126631) the forkserver *server* imports the script once when it starts, fails there, and the
     parent's ``start()`` raises (``EOFError`` on 3.13, ``ConnectionResetError`` on 3.14).
-    Notebook 01 section 4.
+    Used in [01 · The `if __name__ == "__main__":` guard](../notebooks/01_start_methods.ipynb#the-if-name-main-guard).
 
     >>> "if __name__" in guard_script(True), "if __name__" in guard_script(False)
     (True, False)

@@ -25,7 +25,8 @@ PRELOAD = ["torch", "helpers.torch_worker"]
 
 
 def work(rank: int, size: int = 200) -> None:
-    """A worker: one thread of torch work, then one line on stdout (notebook 01 section 1).
+    """A worker: one thread of torch work, then one line on stdout
+    ([01 · Start processes](../notebooks/01_start_methods.ipynb#start-processes-start-join-timeout-exitcode)).
 
     Its result for the parent is its exit code: 0 when it returns.
 

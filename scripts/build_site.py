@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import html
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -71,6 +72,16 @@ def notebook_title(nb) -> tuple[str, str]:
     return lines[0].lstrip("#").strip(), " ".join(paragraph)
 
 
+def link_pages(body: str) -> str:
+    """A page's links to a notebook of the series (``03_queues_and_pipes.ipynb#keep-the-producer-alive``)
+    pointed at that notebook's page, so a link to a section works on the site as in JupyterLab.
+
+    >>> link_pages('<a href="03_queues.ipynb#keep-alive">x</a> <a href="notes.ipynb">y</a>')
+    '<a href="03_queues.html#keep-alive">x</a> <a href="notes.ipynb">y</a>'
+    """
+    return re.sub(r'href="(\d\d_\w+)\.ipynb(#[^"]*)?"', r'href="\1.html\2"', body)
+
+
 def _execute(nb, workdir: Path, timeout: int) -> str | None:
     """Run ``nb`` in place in a fresh python3 kernel whose cwd is ``workdir``; the error, if any."""
     from nbclient import NotebookClient
@@ -126,7 +137,7 @@ def build_site(notebooks: list[Path], out: Path, timeout: int = 180, execute: bo
             seconds = time.monotonic() - started if execute else None
             body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": title}})
             page = Page(source, f"{source.stem}.html", title, summary, seconds, error)
-            (out / page.filename).write_text(body, encoding="utf-8")
+            (out / page.filename).write_text(link_pages(body), encoding="utf-8")
             pages.append(page)
             status = f"FAILED: {error}" if error else "ok"
             ran = f"{seconds:.1f} s" if seconds is not None else "not executed"

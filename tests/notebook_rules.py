@@ -150,6 +150,7 @@ def sections(nb: Notebook) -> list[str]:
     problems = [f"sections {numbers}: {gap}" for gap in numbering_gaps(numbers)]
     ids = [s.id for s in nb.sections]
     problems += [f"two sections have the id {i!r}" for i in sorted({i for i in ids if ids.count(i) > 1})]
+    problems += [f"no `<a id>` line above '{s.title}'" for s in nb.sections if not s.anchored]
     titles = [s.title for s in nb.sections if s.level == 2 and not s.number]
     if "Summary" not in titles or "Exercises" not in titles:
         problems.append("no '## Summary' and '## Exercises' sections")
@@ -369,7 +370,8 @@ RULES = [
     ),
     Rule(
         "sections",
-        "`## N.` / `### Na.` numbered without gaps, unique section ids, `## Summary` then `## Exercises`, "
+        '`## N.` / `### Na.` numbered without gaps, each heading with its own `<a id="slug"></a>` line '
+        "above it, `## Summary` then `## Exercises`, "
         "no heading inside a code cell",
         sections,
     ),

@@ -126,6 +126,16 @@ def test_the_real_notebooks_each_get_a_page_and_an_index_entry(tmp_path):
     pages = build_site.build_site(notebooks, tmp_path / "site", execute=False)
     assert [p.filename for p in pages] == [f"{p.stem}.html" for p in notebooks]
     assert _local_links(tmp_path / "site" / "index.html") == [p.filename for p in pages]
+    ids = {
+        p.filename: set(re.findall(r'<a id="([^"]+)">', (tmp_path / "site" / p.filename).read_text()))
+        for p in pages
+    }
     for page in pages:
         assert page.title and page.title[:2].isdigit(), f"{page.source.name}: title {page.title!r}"
         assert page.title in (tmp_path / "site" / page.filename).read_text()
+        for link in _local_links(tmp_path / "site" / page.filename):  # a section link lands on its anchor
+            target, _, fragment = link.partition("#")
+            if re.fullmatch(r"\d\d_\w+\.html", target or page.filename) and re.fullmatch(
+                r"[a-z0-9-]+", fragment
+            ):
+                assert fragment in ids[target or page.filename], f"{page.filename}: {link}"

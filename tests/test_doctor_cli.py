@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -21,7 +22,10 @@ def test_every_finding_says_why_the_fix_where_it_is_taught_and_what_it_prevents(
     assert [f.name for f in findings] == list(CHECKS)
     for f in findings:
         assert f.status in ("ok", "warn", "fail", "n/a") and f.measured
-        assert f.why and f.fix and f.teaches[:2].isdigit() and f.prevents, f
+        assert f.why and f.fix and f.prevents, f
+        assert re.fullmatch(
+            r"\[\d\d · [^]]+\]\(\.\./notebooks/\d\d_\w+\.ipynb#[a-z0-9-]+\)(; \[.+)?", f.teaches
+        ), f
 
 
 @pytest.mark.default_start_method
@@ -32,14 +36,19 @@ def test_a_fresh_command_line_says_n_a_for_per_process_checks_instead_of_passing
     assert all(findings[name].status != "n/a" for name in findings if name not in per_process)
 
 
+TEACHES = "[02 · Too many open files](../notebooks/02_shared_tensors.ipynb#too-many-open-files)"
+
+
 def test_format_findings_is_a_table_with_explanations_for_problems_only():
     findings = [
-        Finding("open files", "fail", "soft limit 64", "because", "ulimit -n", "02 §5", "pytorch#973"),
-        Finding("hostname", "ok", "localhost", "why", "fix", "06 §2b", "pytorch#150532"),
+        Finding("open files", "fail", "soft limit 64", "because", "ulimit -n", TEACHES, "pytorch#973"),
+        Finding("hostname", "ok", "localhost", "why", "fix", TEACHES, "pytorch#150532"),
     ]
     text = format_findings(findings)
     assert text.splitlines()[0].split() == ["status", "check", "measured"]
     assert "FAIL open files: because" in text and "fix: ulimit -n" in text and "pytorch#973" in text
+    assert 'taught in: 02_shared_tensors.ipynb, "Too many open files"; prevents: pytorch#973' in text
+    assert "../notebooks" not in text  # the link is printed as the notebook's file and the section's title
     assert "pytorch#150532" not in text  # an ok finding gets no explanation
     assert "FAIL" not in format_findings(findings, details=False)
 

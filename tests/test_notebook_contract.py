@@ -101,11 +101,14 @@ def test_appendices_and_listings_are_counted_the_way_they_read():
 
 
 def test_the_section_rule_finds_gaps_twins_order_and_hidden_headings():
-    nb = probe(HEADER, "## 1. A", "## 3. C", "## Exercises", "## Summary", "## 1. A", "x = 1\n# ## 4. D")
+    anchored = {"a": "## 1. A", "c": "## 3. C", "exercises": "## Exercises", "summary": "## Summary"}
+    cells = [f'md:<a id="{id_}"></a>\n{heading}' for id_, heading in anchored.items()]
+    nb = probe(HEADER, *cells, "## 1. A", "x = 1\n# ## 4. D")
     assert notebook_rules.sections(nb) == [
         "sections ['1', '3', '1']: 3 after 1",
         "sections ['1', '3', '1']: 1 after 3",
         "two sections have the id 'a'",
+        "no `<a id>` line above 'A'",
         "'## Summary' comes after '## Exercises'",
         "a heading hides in a code cell (use a markdown cell): code cell 0: # ## 4. D",
     ]

@@ -20,7 +20,9 @@ __all__ = ["check_ex08"]
 SECONDS = 3
 """About how long a passing check takes, in seconds, on an idle 2-core machine (from 5 s it says so)."""
 
-# Each job registers a stack dump on SIGUSR1 (as notebook 08 section 1 does), creates the file
+# Each job registers a stack dump on SIGUSR1 (as
+# [08 · Where is it stuck?](../notebooks/08_debugging_and_pitfalls.ipynb#where-is-it-stuck-a-stack-dump-on-demand)
+# does), creates the file
 # READY just before the line that blocks (marked "waits here"), and blocks for ever. The jobs use
 # fork (POSIX, like SIGUSR1): its semaphores are unlinked at once, so killing a job leaks nothing
 # in /dev/shm (under spawn they wait for the resource tracker, which dies with the job).
@@ -160,7 +162,9 @@ def check_ex08(module: str = "exercises.ex08_find_the_hang", timeout: float = 30
 
     Three small jobs get stuck for real (a ``get`` nobody answers, a ``join`` before the queue is
     drained, a lock taken twice); each one's stacks are dumped on SIGUSR1 by ``faulthandler``, as
-    in notebook 08 section 1, and your function reads the dump.
+    in
+    [08 · Where is it stuck?](../notebooks/08_debugging_and_pitfalls.ipynb#where-is-it-stuck-a-stack-dump-on-demand),
+    and your function reads the dump.
 
     Notebook 08, its closing programming exercise.
 

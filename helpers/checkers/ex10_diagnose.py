@@ -7,6 +7,7 @@ from types import ModuleType
 
 from helpers.checkers.core import CheckResult, NotAttempted, Report, run_check
 from helpers.field_guide import CASES, ERROR_INDEX
+from helpers.section_links import as_plain_text
 
 __all__ = ["check_ex10"]
 
@@ -86,7 +87,7 @@ def check_ex10(module: str = "exercises.ex10_diagnose") -> CheckResult:
                     "traceback first, it is the error (the lines above say where it happened)"
                 )
             else:
-                report.fail(f"{last[:80]!r}: you said {answer!r}; see {CASES[case]}")
+                report.fail(f"{last[:80]!r}: you said {answer!r}; see {as_plain_text(CASES[case])}")
         for how, count in right.items():
             report.ok(f"{count} messages ({how}): each named its case")
 

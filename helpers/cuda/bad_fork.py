@@ -1,4 +1,5 @@
-"""The lesson of notebook 04 section 4: PyTorch's bad-fork check and its error, and the canonical
+"""The lesson of [04 · Fork versus CUDA](../notebooks/04_fork_and_cuda.ipynb#fork-versus-cuda): PyTorch's
+bad-fork check and its error, and the canonical
 fork-after-CUDA code (:func:`fork_after_cuda` with its child :func:`cuda_op`)."""
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ CUDA_REINIT_ERROR = "Cannot re-initialize CUDA in forked subprocess"
 def bad_fork_check() -> str:
     """The lines of the installed ``torch.cuda._lazy_init`` that refuse CUDA in a bad fork.
 
-    Read live with ``inspect``, so notebook 04 section 4 shows what *this* torch raises, GPU or not.
+    Read live with ``inspect``, so
+    [04 · Fork versus CUDA](../notebooks/04_fork_and_cuda.ipynb#fork-versus-cuda) shows what *this* torch
+    raises, GPU or not.
 
     >>> print(bad_fork_check())  # doctest: +ELLIPSIS
     # torch/cuda/__init__.py, in _lazy_init (torch ..., line ...)
@@ -62,7 +65,8 @@ def bad_fork_flag() -> dict:
 
 
 def cuda_op(rank: int, results: mp.queues.Queue) -> None:
-    """Child: one CUDA op; put ``"ok ..."`` or the error it raised on ``results``. Notebook 04 section 4.
+    """Child: one CUDA op; put ``"ok ..."`` or the error it raised on ``results``. Used in
+    [04 · Fork versus CUDA](../notebooks/04_fork_and_cuda.ipynb#fork-versus-cuda).
 
     >>> import queue
     >>> q = queue.Queue()
@@ -81,7 +85,7 @@ def cuda_op(rank: int, results: mp.queues.Queue) -> None:
 def fork_after_cuda(method: str = "fork", timeout: float = 60.0) -> str:
     """Parent: initialise CUDA, then start a ``method`` child that runs :func:`cuda_op`; its outcome.
 
-    The canonical failure of notebook 04 section 4: with ``"fork"`` the child's op raises
+    The canonical failure of [04 · Fork versus CUDA](../notebooks/04_fork_and_cuda.ipynb#fork-versus-cuda): with ``"fork"`` the child's op raises
     "Cannot re-initialize CUDA in forked subprocess"; with spawn or forkserver it works. Needs a
     CUDA device; :func:`fork_after_cuda_init` runs it in a fresh interpreter.
 

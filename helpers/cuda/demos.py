@@ -1,4 +1,5 @@
-"""The GPU demos of notebook 04 section 4, each run in a fresh interpreter with a deadline, as plain dicts."""
+"""The GPU demos of [04 · Fork versus CUDA](../notebooks/04_fork_and_cuda.ipynb#fork-versus-cuda), each run in
+a fresh interpreter with a deadline, as plain dicts."""
 
 from __future__ import annotations
 
@@ -59,7 +60,7 @@ def _run_fresh(body: str, limit: float, env: dict[str, str | None] | None = None
 
 def cuda_present(timeout: float = 60.0) -> bool:
     """True when a CUDA device is usable; asked in a fresh interpreter, so this process stays clean.
-    Notebook 04 section 4 asks it before running the GPU demos.
+    [04 · Fork versus CUDA](../notebooks/04_fork_and_cuda.ipynb#fork-versus-cuda) asks it before running the GPU demos.
 
     >>> isinstance(cuda_present(), bool)
     True
@@ -108,7 +109,7 @@ def _body_info() -> dict:
 
 def gpu_info(timeout: float = 120.0) -> dict:
     """Device name(s), driver, torch and CUDA versions, Python and the date: a transcript's header.
-    Notebook 04 section 4 prints it above the live results (the transcript's header).
+    [04 · Fork versus CUDA](../notebooks/04_fork_and_cuda.ipynb#fork-versus-cuda) prints it above the live results (the transcript's header).
 
     Not run as a doctest: it needs a CUDA device.
 
@@ -153,7 +154,7 @@ def _body_fork_after_init(timeout: float) -> dict:
 
 def fork_after_cuda_init(timeout: float = 60.0) -> dict:
     """(a) A parent creates a CUDA tensor, then forks; the child tries a CUDA op. Fresh interpreter.
-    A GPU demo of notebook 04 section 4, (a); ``python -m helpers.cuda fork_after_cuda_init``.
+    A GPU demo of [04 · Fork versus CUDA](../notebooks/04_fork_and_cuda.ipynb#fork-versus-cuda), (a); ``python -m helpers.cuda fork_after_cuda_init``.
 
     Expected outcome: ``child_outcome`` starts with ``RuntimeError: Cannot re-initialize CUDA in
     forked subprocess``. Not run as a doctest: it needs a CUDA device.
@@ -195,7 +196,7 @@ def _body_poison_case(call: str, timeout: float) -> dict:
 
 def poison_table(timeout: float = 60.0, calls: tuple[str, ...] = _POISON_CALLS) -> list[dict]:
     """(b) Which parent calls poison fork: each call, with and without PYTORCH_NVML_BASED_CUDA_CHECK=1.
-    A GPU demo of notebook 04 section 4, (b); ``python -m helpers.cuda poison_table``.
+    A GPU demo of [04 · Fork versus CUDA](../notebooks/04_fork_and_cuda.ipynb#fork-versus-cuda), (b); ``python -m helpers.cuda poison_table``.
 
     Each case runs in its own fresh interpreter: it makes the call, records
     ``torch.cuda.is_initialized()``, then forks a child that reports ``_cuda_isInBadFork()`` and the
@@ -232,7 +233,7 @@ def _body_fixes(timeout: float) -> dict:
 def cuda_fixes(timeout: float = 120.0) -> list[dict]:
     """(c) The fixes: spawn and forkserver children of a CUDA-initialised parent, and a fork child of
     a parent that kept CUDA out (it never touched CUDA). Each row: fix, parent state, child outcome.
-    A GPU demo of notebook 04 section 4, (c); ``python -m helpers.cuda cuda_fixes``.
+    A GPU demo of [04 · Fork versus CUDA](../notebooks/04_fork_and_cuda.ipynb#fork-versus-cuda), (c); ``python -m helpers.cuda cuda_fixes``.
 
     Not run as a doctest: it needs a CUDA device.
 
@@ -254,7 +255,7 @@ def cuda_fixes(timeout: float = 120.0) -> list[dict]:
 def ipc_consumer(inbox: mp.queues.Queue, outbox: mp.queues.Queue, timeout: float = 60.0) -> None:
     """Spawn child of :func:`cuda_ipc_queue`: receive a CUDA tensor, write into it, release it.
 
-    Shown in notebook 04 section 4 with the docs' rules. Needs a CUDA device and a producer.
+    Shown in [04 · Fork versus CUDA](../notebooks/04_fork_and_cuda.ipynb#fork-versus-cuda) with the docs' rules. Needs a CUDA device and a producer.
 
     >>> ipc_consumer(inbox, outbox)  # doctest: +SKIP
     """
@@ -285,7 +286,7 @@ def _body_ipc(timeout: float) -> dict:
 
 def cuda_ipc_queue(timeout: float = 120.0) -> dict:
     """(d) A CUDA tensor through a torch Queue to a spawn child, which adds 1 in place.
-    A GPU demo of notebook 04 section 4, (d); ``python -m helpers.cuda cuda_ipc_queue``.
+    A GPU demo of [04 · Fork versus CUDA](../notebooks/04_fork_and_cuda.ipynb#fork-versus-cuda), (d); ``python -m helpers.cuda cuda_ipc_queue``.
 
     CUDA IPC shares the memory, no copy: ``producer_sees`` is all ones after the consumer's write.
     Not run as a doctest: it needs a CUDA device.
@@ -323,7 +324,7 @@ def broken_keep_alive(timeout: float = 60.0) -> dict:
     """(d) The keep-alive rule broken: a spawn producer puts a CUDA tensor and exits before the
     consumer (a fresh interpreter) gets it. What happens is reported, not assumed; ``stderr`` holds
     torch's warnings from both processes. Not run as a doctest: it needs a CUDA device.
-    A GPU demo of notebook 04 section 4, (d); ``python -m helpers.cuda broken_keep_alive``.
+    A GPU demo of [04 · Fork versus CUDA](../notebooks/04_fork_and_cuda.ipynb#fork-versus-cuda), (d); ``python -m helpers.cuda broken_keep_alive``.
 
     >>> sorted(broken_keep_alive())  # doctest: +SKIP
     ['consumer_outcome', 'producer_exitcode', 'stderr']
@@ -364,7 +365,7 @@ def _body_devices(timeout: float) -> dict:
 def per_process_devices(timeout: float = 120.0) -> dict:
     """(d) One GPU per process: ``torch.cuda.set_device(rank % n)`` and ``CUDA_VISIBLE_DEVICES``,
     each in ``max(2, n)`` spawn workers (with one GPU, two workers share it).
-    A GPU demo of notebook 04 section 4, (d); ``python -m helpers.cuda per_process_devices``.
+    A GPU demo of [04 · Fork versus CUDA](../notebooks/04_fork_and_cuda.ipynb#fork-versus-cuda), (d); ``python -m helpers.cuda per_process_devices``.
 
     Not run as a doctest: it needs a CUDA device.
 
@@ -375,7 +376,8 @@ def per_process_devices(timeout: float = 120.0) -> dict:
     return _run_fresh("_body_devices", timeout * 2 + 120, timeout=timeout)
 
 
-# Every GPU demo, in the order notebook 04 section 4 presents them; the command line picks them by name.
+# Every GPU demo, in the order [04 · Fork versus CUDA](../notebooks/04_fork_and_cuda.ipynb#fork-versus-cuda)
+# presents them; the command line picks them by name.
 GPU_DEMOS = (
     fork_after_cuda_init,
     poison_table,
@@ -391,7 +393,9 @@ def run_gpu_demos(
 ) -> dict:
     """The GPU demos ``names`` (default: all of :data:`GPU_DEMOS`), in order: a dict of their results.
 
-    Needs CUDA (see :func:`cuda_present`). Notebook 04 section 4 runs them all where CUDA is present.
+    Needs CUDA (see :func:`cuda_present`).
+    [04 · Fork versus CUDA](../notebooks/04_fork_and_cuda.ipynb#fork-versus-cuda) runs them all where CUDA is
+    present.
 
     Not run as a doctest: it needs a CUDA device and takes minutes.
 
@@ -410,7 +414,7 @@ def run_gpu_demos(
 
 def check_gpu_results(results: dict) -> None:
     """Assert the robust claims of the GPU demos (raises AssertionError with the evidence).
-    Notebook 04 section 4 asserts them on a live GPU run.
+    [04 · Fork versus CUDA](../notebooks/04_fork_and_cuda.ipynb#fork-versus-cuda) asserts them on a live GPU run.
 
     Only what the docs promise is asserted: fork after init fails, a CUDA tensor in the parent
     poisons fork, spawn and forkserver work, a parent that never touched CUDA forks fine, and CUDA

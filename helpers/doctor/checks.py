@@ -9,6 +9,7 @@ from helpers.doctor.findings import CHECKS, DEFAULT_SHM_NEED, DoctorError, Findi
 from helpers.doctor.inspector import process_checks_for
 from helpers.doctor.machine_checks import machine_checks_for
 from helpers.doctor.target_checks import target_checks_for
+from helpers.section_links import as_plain_text
 
 __all__: list[str] = []  # the public names are imported from helpers.doctor, which re-exports them
 
@@ -82,7 +83,7 @@ def format_findings(findings: Sequence[Finding], details: bool = True) -> str:
 
     ``details=False`` leaves out the explanations. Notebook 00 prints it line by line.
 
-    >>> print(format_findings([Finding("open files", "ok", "soft 4096", "why", "fix", "02 §5", "#973")]))
+    >>> print(format_findings([Finding("open files", "ok", "soft 4096", "why", "fix", "", "#973")]))
     status  check       measured
     ok      open files  soft 4096
     """
@@ -99,7 +100,7 @@ def format_findings(findings: Sequence[Finding], details: bool = True) -> str:
             lines += textwrap.wrap(f"{f.status.upper()} {f.name}: {f.why}", 110, subsequent_indent="  ")
             lines += textwrap.wrap(f"fix: {f.fix}", 110, initial_indent="  ", subsequent_indent="    ")
             lines += textwrap.wrap(
-                f"taught in: {f.teaches}; prevents: {f.prevents}",
+                f"taught in: {as_plain_text(f.teaches)}; prevents: {f.prevents}",
                 110,
                 initial_indent="  ",
                 subsequent_indent="    ",

@@ -29,9 +29,10 @@ class Finding:
 
     ``status`` is ``ok``, ``warn`` (works, but a known failure is near), ``fail`` (a launch will
     fail or hang) or ``n/a`` (not measurable from here, e.g. a per-process check run from a fresh
-    command line). ``teaches`` names the notebook section; ``prevents`` the upstream issue or doc.
+    command line). ``teaches`` links the notebook sections (Markdown, as from ``helpers/``; the report
+    prints them with :func:`helpers.section_links.as_plain_text`); ``prevents`` names the upstream issue or doc.
 
-    >>> Finding("open files", "ok", "soft 4096", "...", "...", "02 §5", "pytorch#973").status
+    >>> Finding("open files", "ok", "soft 4096", "...", "...", "", "pytorch#973").status
     'ok'
     """
 
@@ -57,7 +58,7 @@ _ABOUT = {
         "TESTED_TORCH), and a newer torch may change what a notebook shows.",
         "Use a tested pair: if a notebook fails on a newer torch, pin the tested one "
         "(pip install torch==2.15.0, or make test TORCH_VERSION=2.15.0) and read the version notes.",
-        "00 §Your environment",
+        "[00 · Your environment](../notebooks/00_overview.ipynb#your-environment)",
         "CPython gh-84559 (3.14 default start method); torch release notes",
     ),
     "default start method": (
@@ -65,7 +66,7 @@ _ABOUT = {
         "that silently relies on fork breaks when the default changes.",
         "Name the method explicitly: ctx = mp.get_context('spawn') (never set_start_method in a "
         "notebook or library).",
-        "01 §2 Three start methods",
+        "[01 · Three start methods](../notebooks/01_start_methods.ipynb#three-start-methods)",
         "CPython gh-84559; Python docs 'Contexts and start methods'",
     ),
     "target importable": (
@@ -74,7 +75,7 @@ _ABOUT = {
         "the child ('Can't get attribute ...'), often far from its cause.",
         "Move the worker to a module (e.g. mypkg/workers.py), import it, and guard the script "
         "with if __name__ == '__main__':.",
-        "01 §3 A worker defined in the notebook fails under spawn",
+        "[01 · A worker defined in the notebook](../notebooks/01_start_methods.ipynb#a-worker-defined-in-the-notebook-fails-under-spawn)",
         "pytorch#87016, pytorch#5301; Python docs 'Programming guidelines'",
     ),
     "threads before fork": (
@@ -83,14 +84,15 @@ _ABOUT = {
         "never changes in the child, so it can hang (an OpenMP parallel op does).",
         "Start workers with spawn/forkserver, or call torch.set_num_threads(1) first thing in "
         "each fork child (DataLoader workers do).",
-        "04 §2 The CPU twin: OpenMP after fork",
+        "[04 · The CPU twin](../notebooks/04_fork_and_cuda.ipynb#the-cpu-twin-openmp-after-fork)",
         "pytorch#17199; CPython gh-100228 (3.12 fork DeprecationWarning)",
     ),
     "CPU threads": (
         "torch picks its thread count from the cores it sees, not from a container's CPU "
         "quota; N processes x T threads above the usable CPUs oversubscribe and run slower.",
         "In each of N workers: torch.set_num_threads(max(1, usable_cpus // N)); or set OMP_NUM_THREADS.",
-        "05 §Appendix: processes x threads on the cores; 05 §2 The Hogwild pattern",
+        "[05 · Appendix: processes x threads on the cores](../notebooks/05_hogwild.ipynb#appendix-processes-x-threads-on-the-cores); "
+        "[05 · The Hogwild pattern](../notebooks/05_hogwild.ipynb#the-hogwild-pattern)",
         "PyTorch docs 'CPU in multiprocessing' (PR #103229)",
     ),
     "CUDA initialised": (
@@ -99,14 +101,14 @@ _ABOUT = {
         "the driver, although torch.cuda.is_initialized() stays False.",
         "Use spawn or forkserver for CUDA workers; keep CUDA calls, is_available() included, out of "
         "the parent before it forks (and out of imports), or set PYTORCH_NVML_BASED_CUDA_CHECK=1.",
-        "04 §4 Fork versus CUDA",
+        "[04 · Fork versus CUDA](../notebooks/04_fork_and_cuda.ipynb#fork-versus-cuda)",
         "PyTorch docs 'Multiprocessing best practices: CUDA in multiprocessing'",
     ),
     "imports initialise CUDA": (
         "An import that initialises CUDA (torch.cuda.is_available() at module level does) poisons "
         "every later fork, and it is invisible in your own code.",
         "Import that module inside the worker, or start workers with spawn/forkserver.",
-        "04 §4 Fork versus CUDA",
+        "[04 · Fork versus CUDA](../notebooks/04_fork_and_cuda.ipynb#fork-versus-cuda)",
         "PyTorch docs 'CUDA in multiprocessing'",
     ),
     "shared memory": (
@@ -115,7 +117,8 @@ _ABOUT = {
         "device (28)' (torch 2.13 to 2.15; older releases: the worker died with 'Bus error').",
         "docker run --shm-size=2g (or --ipc=host); Kubernetes: an emptyDir with medium: Memory "
         "on /dev/shm; or fewer workers / smaller prefetch.",
-        "02 §1 share_memory_() moves the storage; 08 §4 A full /dev/shm",
+        "[02 · share_memory_() moves the storage](../notebooks/02_shared_tensors.ipynb#share-memory-moves-the-storage); "
+        "[08 · A full /dev/shm](../notebooks/08_debugging_and_pitfalls.ipynb#a-full-dev-shm)",
         "pytorch#5040, pytorch#16979; moby/moby#29492 (Docker's 64 MB default)",
     ),
     "memory": (
@@ -124,7 +127,7 @@ _ABOUT = {
         "usually means host memory ran out, not a bug in the worker; dmesg says 'Out of memory'.",
         "Fewer workers, smaller batches or prefetch_factor, persistent_workers to avoid copies; "
         "raise the container's limit (docker run --memory, Kubernetes resources.limits.memory).",
-        "08 §2 What the parent sees: exit codes",
+        "[08 · What the parent sees](../notebooks/08_debugging_and_pitfalls.ipynb#what-the-parent-sees-exit-codes)",
         "pytorch#13246 (DataLoader memory growth); kernel docs cgroup-v2 memory.max",
     ),
     "open files": (
@@ -133,7 +136,7 @@ _ABOUT = {
         "open files'.",
         "Raise the soft limit (ulimit -n <hard>, or resource.setrlimit in the launcher) or "
         "torch.multiprocessing.set_sharing_strategy('file_system').",
-        "02 §5 Too many open files",
+        "[02 · Too many open files](../notebooks/02_shared_tensors.ipynb#too-many-open-files)",
         "pytorch#973, pytorch#11201; PR #34768 (the ancdata message)",
     ),
     "hostname": (
@@ -141,7 +144,7 @@ _ABOUT = {
         "fully-qualified name; if it does not resolve, the rendezvous times out.",
         "Set MASTER_ADDR=127.0.0.1 on one machine (torchrun --local-addr 127.0.0.1), or fix "
         "/etc/hosts / DNS for the name shown.",
-        "06 §Appendix: where the rendezvous listens",
+        "[06 · Appendix: where the rendezvous listens](../notebooks/06_ddp_mp_spawn.ipynb#appendix-where-the-rendezvous-listens)",
         "pytorch#150532",
     ),
     "master port": (
@@ -150,7 +153,7 @@ _ABOUT = {
         "(errno 98). 29500 is the default of torchrun's static rendezvous (several nodes); its c10d "
         "rendezvous listens on 29400; a single-node torchrun picks a free port itself.",
         "Pick a free port (bind to port 0 and read it back) or stop what holds it.",
-        "06 §Appendix: where the rendezvous listens",
+        "[06 · Appendix: where the rendezvous listens](../notebooks/06_ddp_mp_spawn.ipynb#appendix-where-the-rendezvous-listens)",
         "pytorch#85604",
     ),
     "leftover children": (
@@ -158,7 +161,7 @@ _ABOUT = {
         "memory, GPUs, ports and shared memory.",
         "Join with a timeout and terminate what is left (helpers.processes.reap / kill_tree); "
         "restart the kernel if nothing else works.",
-        "08 §3 Leave nothing behind: reap in finally, and where signals go",
+        "[08 · Leave nothing behind](../notebooks/08_debugging_and_pitfalls.ipynb#leave-nothing-behind-reap-in-finally-and-where-signals-go)",
         "pytorch#1085, pytorch#8805",
     ),
     "orphaned workers": (
@@ -166,7 +169,7 @@ _ABOUT = {
         "children get PR_SET_PDEATHSIG); orphans keep their memory, GPU and shared memory.",
         "Check the pids shown (ps -o pid,ppid,pgid,args -p PID), then kill them; give children a "
         "parent-death signal or a deadline.",
-        "08 §3 Leave nothing behind: reap in finally, and where signals go",
+        "[08 · Leave nothing behind](../notebooks/08_debugging_and_pitfalls.ipynb#leave-nothing-behind-reap-in-finally-and-where-signals-go)",
         "pytorch#14394, pytorch#1085",
     ),
     "stale shared memory": (
@@ -175,7 +178,7 @@ _ABOUT = {
         "that no process maps stays (using RAM) only while another process still holds the manager, "
         "or when the manager itself was killed.",
         "Delete the /dev/shm/torch_<pid>_* files listed: their creator is dead and nothing maps them.",
-        "02 §5 Sharing strategies",
+        "[02 · Sharing strategies](../notebooks/02_shared_tensors.ipynb#sharing-strategies-file-descriptors-or-names)",
         "PyTorch docs 'Multiprocessing best practices: file_system'",
     ),
     "Jupyter kernel": (
@@ -183,7 +186,8 @@ _ABOUT = {
         "children cannot import; a worker's traceback may land in the terminal, not the cell.",
         "Put workers in a module and import them (helpers/ does this); run a script for long jobs. "
         "Subshells: in JupyterLab, Settings Editor > Kernels > 'Kernel Comms over subshells' > Disabled.",
-        "01 §3 A worker defined in the notebook fails under spawn; 07 §6 What a spawn worker receives",
+        "[01 · A worker defined in the notebook](../notebooks/01_start_methods.ipynb#a-worker-defined-in-the-notebook-fails-under-spawn); "
+        "[07 · What a spawn worker receives](../notebooks/07_dataloader_workers.ipynb#what-a-spawn-worker-receives)",
         "pytorch#5301, pytorch#51344; Python docs 'multiprocessing: interactive interpreter'",
     ),
     "stack dumps": (
@@ -191,7 +195,7 @@ _ABOUT = {
         "which Yama (ptrace_scope 1-3) and containers without CAP_SYS_PTRACE refuse.",
         "pip install py-spy; docker run --cap-add SYS_PTRACE; or run workers through "
         "helpers.launch.launch (faulthandler on SIGUSR1 needs no ptrace).",
-        "08 §1 Where is it stuck? A stack dump on demand",
+        "[08 · Where is it stuck?](../notebooks/08_debugging_and_pitfalls.ipynb#where-is-it-stuck-a-stack-dump-on-demand)",
         "py-spy README 'How do I run py-spy in Docker?', py-spy PR #459; kernel docs LSM/Yama (ptrace_scope)",
     ),
 }

@@ -190,7 +190,8 @@ def inspect(pid: int, timeout: float = 10.0) -> list[ProcessReport]:
     ``py-spy dump`` or, where it cannot attach, from faulthandler in processes that ran
     :func:`register_stack_dump`; otherwise the report says why there is none. Raises
     :class:`DoctorError` when ``pid`` does not exist. ``python -m helpers.doctor --inspect PID`` runs it
-    (notebook 08 §1 reads a hung child's stacks with faulthandler and py-spy directly).
+    ([08 · Where is it stuck?](../notebooks/08_debugging_and_pitfalls.ipynb#where-is-it-stuck-a-stack-dump-on-demand)
+    reads a hung child's stacks with faulthandler and py-spy directly).
 
     >>> import subprocess, sys
     >>> child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])

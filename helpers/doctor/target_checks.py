@@ -209,7 +209,7 @@ def _which_imports_initialise_cuda(modules: Sequence[str], timeout: float = 60.0
     (``torch.cuda.is_initialized()``) and when the import opened the CUDA driver without it
     (``torch.cuda.is_available()`` does). A CPU build of torch never
     initialises CUDA, so the answer there is ``[]``. Raises :class:`DoctorError` for a module
-    that cannot be imported. Notebook 04 §4 (fork versus CUDA) teaches why it matters.
+    that cannot be imported. [04 · Fork versus CUDA](../notebooks/04_fork_and_cuda.ipynb#fork-versus-cuda) teaches why it matters.
 
     >>> _which_imports_initialise_cuda(["json"])
     []

@@ -48,7 +48,10 @@ def agent_command(
     for more nodes once the minimum is there (torchrun's default is 30 s). ``log_dir``: where
     torchrun keeps each worker's error file (required: without ``--log-dir`` torchrun makes a
     ``/tmp/torchelastic_*`` directory that nobody removes).
-    Used by notebook 09, section 3 and its appendices (section 2 writes the same command in a cell).
+    Used by
+    [09 · Training on two nodes, and a worker killed](../notebooks/09_multi_node.ipynb#training-on-two-nodes-and-a-worker-killed)
+    and its appendices ([section 2](../notebooks/09_multi_node.ipynb#a-worker-and-the-command-line-of-each-node) writes
+    the same command in a cell).
 
     >>> command = agent_command(["train.py"], port=29400, run_id="job", log_dir="logs")
     >>> command[:3] == [sys.executable, "-m", "torch.distributed.run"], command[-1]
@@ -86,7 +89,9 @@ def _agent_environment(**extra: str) -> dict[str, str]:
     """This process's environment for agents on 127.0.0.1: gloo on the loopback interface, output
     unbuffered (the agent logs interleave in time order), a fresh worker store in every round
     (``TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1``, pytorch#135712), plus ``extra`` (e.g.
-    ``FAULT_RANK="1"``). Notebook 09 section 2 sets the same variables in a cell, each with its reason.
+    ``FAULT_RANK="1"``).
+    [09 · A worker, and the command line of each node](../notebooks/09_multi_node.ipynb#a-worker-and-the-command-line-of-each-node)
+    sets the same variables in a cell, each with its reason.
 
     >>> env = _agent_environment(FAULT_RANK="1")
     >>> env["FAULT_RANK"], env["PYTHONUNBUFFERED"]
@@ -105,7 +110,10 @@ def _agent_environment(**extra: str) -> dict[str, str]:
 class Agent:
     """One running (or finished) torchrun agent started by :func:`torchrun_agents`.
 
-    Notebook 09 sections 2-3: what :func:`torchrun_agents` yields, one per node.
+    [09 · A worker, and the command line of each node](../notebooks/09_multi_node.ipynb#a-worker-and-the-command-line-of-each-node)
+    to
+    [09 · Training on two nodes, and a worker killed](../notebooks/09_multi_node.ipynb#training-on-two-nodes-and-a-worker-killed):
+    what :func:`torchrun_agents` yields, one per node.
     """
 
     command: list[str]
@@ -171,7 +179,10 @@ def torchrun_agents(
     their own, so killing the agent or its process group leaves them running). An error or an
     interrupt in the block kills everything at once. Raises ``TimeoutError`` (with the agents'
     last output) when the deadline passed. Agent ``i`` logs to ``workdir/agent{i}.log``.
-    Notebook 09, sections 2-3.
+    Used in
+    [09 · A worker, and the command line of each node](../notebooks/09_multi_node.ipynb#a-worker-and-the-command-line-of-each-node)
+    to
+    [09 · Training on two nodes, and a worker killed](../notebooks/09_multi_node.ipynb#training-on-two-nodes-and-a-worker-killed).
 
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as folder:

@@ -23,7 +23,7 @@ __all__: list[str] = []  # the public names are imported from helpers.multinode,
 def read_reports(report_dir: str | os.PathLike) -> list[dict]:
     """Every worker report in ``report_dir``, in the order the workers started; numbers as ints.
 
-    Notebook 09, section 3.
+    Used in [09 · Training on two nodes, and a worker killed](../notebooks/09_multi_node.ipynb#training-on-two-nodes-and-a-worker-killed).
 
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as folder:
@@ -43,7 +43,8 @@ def read_reports(report_dir: str | os.PathLike) -> list[dict]:
 
 
 def format_reports(reports: Sequence[dict], columns: Sequence[str] = (*_WORKER_ENV, "pid")) -> str:
-    """A text table with one row per worker report (notebook 09, section 3).
+    """A text table with one row per worker report
+    ([09 · Training on two nodes, and a worker killed](../notebooks/09_multi_node.ipynb#training-on-two-nodes-and-a-worker-killed)).
 
     >>> print(format_reports([{"RANK": 0, "pid": 42}], ["RANK", "pid"]))
     RANK  pid
@@ -88,7 +89,8 @@ def plot_timeline(reports: Sequence[dict], agents: Sequence[Agent], ax: Axes | N
     One row per worker, in start order, times relative to the first agent's launch; each agent's
     exit is a black tick on its workers' rows. A worker without ``finished`` was stopped (a failure,
     a restart): its hatched bar runs until its agent's next worker started, so it spans the failure
-    and the new rendezvous too. Notebook 09, section 3.
+    and the new rendezvous too. Used in
+    [09 · Training on two nodes, and a worker killed](../notebooks/09_multi_node.ipynb#training-on-two-nodes-and-a-worker-killed).
 
     >>> import matplotlib.pyplot as plt
     >>> import subprocess

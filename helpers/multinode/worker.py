@@ -17,7 +17,8 @@ import psutil
 
 __all__: list[str] = []  # the public names are imported from helpers.multinode, which re-exports them
 
-# What torchrun tells every worker, through its environment (notebook 09, section 1).
+# What torchrun tells every worker, through its environment
+# ([09 · One agent per node, one rendezvous](../notebooks/09_multi_node.ipynb#one-agent-per-node-one-rendezvous)).
 _WORKER_ENV = (
     "RANK",
     "LOCAL_RANK",
@@ -38,7 +39,7 @@ def _report(report_dir: str) -> Callable[[], None]:
     """Write what torchrun told this worker to ``report_dir/rankR-pidP.json`` (its variables, pid,
     agent pid, start time); return a function that adds the time training finished.
 
-    >>> _report("reports")  # in torchrun's workers (notebook 09, section 3)  # doctest: +SKIP
+    >>> _report("reports")  # in torchrun's workers (notebook 09)  # doctest: +SKIP
     """
     report = {name: os.environ.get(name) for name in _WORKER_ENV}
     report.update(pid=os.getpid(), agent_pid=os.getppid(), started=psutil.Process().create_time())
@@ -72,7 +73,8 @@ def _arm_fault(snapshot: str) -> threading.Thread | None:
 
     A watcher thread polls the snapshot (rank 0 writes it after each epoch, then all ranks meet at a
     barrier), so the fault strikes during the next epoch. Returns the thread, or ``None`` when no
-    fault is armed. Notebook 09, section 3.
+    fault is armed. Used in
+    [09 · Training on two nodes, and a worker killed](../notebooks/09_multi_node.ipynb#training-on-two-nodes-and-a-worker-killed).
 
     >>> _arm_fault("/nonexistent/snapshot.pt") is None  # no FAULT_RANK in this environment
     True
@@ -102,8 +104,8 @@ def _arm_fault(snapshot: str) -> threading.Thread | None:
 
 def rank_with_torchrun_env(rank: int, world_size: int, snapshot: str, port: int) -> None:
     """One rank started by ``mp.spawn`` on this machine, given by hand the variables torchrun sets,
-    then notebook 06's :func:`helpers.ddp.train` through ``env://``, as under torchrun (notebook 09,
-    section 3).
+    then notebook 06's :func:`helpers.ddp.train` through ``env://``, as under torchrun
+    ([09 · Training on two nodes, and a worker killed](../notebooks/09_multi_node.ipynb#training-on-two-nodes-and-a-worker-killed)).
 
     >>> rank_with_torchrun_env(0, 1, "never-written.pt", port=29400)  # in mp.spawn's ranks  # doctest: +SKIP
     """
@@ -116,7 +118,9 @@ def rank_with_torchrun_env(rank: int, world_size: int, snapshot: str, port: int)
 
 def main(argv: list[str] | None = None) -> None:
     """``torchrun ... -m helpers.multinode --report-dir DIR --snapshot PATH [--epochs N]``: one worker
-    of notebook 09 section 3. It reports what torchrun told it, arms the fault the ``FAULT_*``
+    of
+    [09 · Training on two nodes, and a worker killed](../notebooks/09_multi_node.ipynb#training-on-two-nodes-and-a-worker-killed).
+    It reports what torchrun told it, arms the fault the ``FAULT_*``
     variables ask for (:func:`_arm_fault`), and runs notebook 06's :func:`helpers.ddp.train`, which
     joins the group through ``env://``. torchelastic's ``record`` writes an exception to the error
     file the agent reads (``TORCHELASTIC_ERROR_FILE``).
