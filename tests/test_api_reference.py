@@ -13,7 +13,7 @@ import pytest
 import helpers
 
 ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("gen_api_reference", ROOT / "scripts" / "gen_api_reference.py")
+_spec = importlib.util.spec_from_file_location("gen_docs", ROOT / "tools" / "gen_docs.py")
 gen = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(gen)
 
@@ -37,7 +37,7 @@ def test_version_is_a_string():
 
 def test_the_reference_page_is_up_to_date():
     assert (ROOT / "docs" / "API.md").read_text() == gen.render(), (
-        "docs/API.md is out of date: run `make api-docs` (python scripts/gen_api_reference.py) and commit it"
+        "docs/API.md is out of date: run `make api-docs` (python tools/gen_docs.py) and commit it"
     )
 
 

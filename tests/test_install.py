@@ -1,4 +1,4 @@
-"""scripts/install_torch.py: which torch build an install takes, and the lock it installs within.
+"""tools/install_torch.py: which torch build an install takes, and the lock it installs within.
 
 Nothing is downloaded: the decision is a pure function, and the script's --dry-run prints the pip
 commands it would run (with the GPU and the CPU-only index's reachability given, not probed).
@@ -26,7 +26,7 @@ except ImportError:  # Python 3.10
     import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
-SCRIPT = ROOT / "scripts" / "install_torch.py"
+SCRIPT = ROOT / "tools" / "install_torch.py"
 _spec = importlib.util.spec_from_file_location("install_torch", SCRIPT)
 it = importlib.util.module_from_spec(_spec)
 sys.modules["install_torch"] = it  # dataclasses look their module up

@@ -24,7 +24,7 @@ def _pyproject_dependencies() -> set[str]:
 
 
 def test_environment_yml_lists_exactly_the_pyproject_dependencies_but_torch():
-    # torch, and the helpers package that depends on it, come from scripts/install_torch.py (the
+    # torch, and the helpers package that depends on it, come from tools/install_torch.py (the
     # build this machine needs); everything else within the lock, as on the Makefile route.
     text = (ROOT / "environment.yml").read_text()
     env = yaml.safe_load(text)
@@ -34,7 +34,7 @@ def test_environment_yml_lists_exactly_the_pyproject_dependencies_but_torch():
     assert len(torch) == 1 and set(listed) == _pyproject_dependencies() - torch
     assert [d for d in pip_section["pip"] if d.startswith("-")] == ["-c requirements/constraints.txt"]
     assert (ROOT / "requirements" / "constraints.txt").is_file()
-    assert "python scripts/install_torch.py" in text
+    assert "python tools/install_torch.py" in text
     python = [d for d in env["dependencies"] if isinstance(d, str) and d.startswith("python")]
     requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
     assert python == [f"python{requires}"]

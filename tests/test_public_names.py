@@ -25,7 +25,7 @@ import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("gen_api_reference", ROOT / "scripts" / "gen_api_reference.py")
+_spec = importlib.util.spec_from_file_location("gen_docs", ROOT / "tools" / "gen_docs.py")
 gen = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(gen)
 
@@ -65,7 +65,7 @@ def users() -> dict[str, set[str]]:
     for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
         cells = [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
         sources[f"notebooks/{path.name}"] = set().union(*(names_in_code(c) for c in cells))
-    for folder in ("scripts", "coursework", "exercises", "solutions", "helpers"):
+    for folder in ("scripts", "tools", "coursework", "exercises", "solutions", "helpers"):
         for path in sorted((ROOT / folder).rglob("*.py")):
             sources[str(path.relative_to(ROOT))] = names_in_code(path.read_text())
     for index, example in enumerate(readme_examples()):
