@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 # The lock: the exact set CI passes with (`make lock` refreshes it). The default torch is its pin for
-# this Python (2.15.0; 2.14.1 on Python 3.10, which torch 2.15 does not support).
+# this Python (helpers.environment.TESTED_TORCH, or an older one where this Python is too old for it).
 LOCK := requirements/constraints.txt
 ifeq ($(origin TORCH_VERSION),undefined)
 TORCH_VERSION := $(shell $(PYTHON) tools/install_torch.py --locked-version)
@@ -13,14 +13,14 @@ endif
 # Which build (tools/install_torch.py): auto = the CPU build from PyTorch's CPU-only index on Linux
 # without an NVIDIA GPU, else the default build; cpu; cuda (the default build, CUDA on Linux).
 TORCH_BUILD ?= auto
-# One stamp per torch version and build: `make test TORCH_VERSION=2.14.1` installs that version into
+# One stamp per torch version and build: `make test TORCH_VERSION=2.11.0` installs that version into
 # .venv and runs the suite on it; the next plain `make test` puts the locked one back.
 STAMP := $(VENV)/.installed-torch-$(TORCH_VERSION)-$(TORCH_BUILD)
 # Per-cell limit for nbmake: a stuck cell fails the run instead of hanging it. Above the notebooks'
 # own 120 s deadlines, so under load their deadline fires first and kills its processes cleanly.
 CELL_TIMEOUT ?= 180
 
-.PHONY: setup lab test lint unit notebooks e2e html clean test-spawn test-forkserver unit-spawn unit-forkserver api-docs \
+.PHONY: setup lab test lint unit notebooks e2e html clean test-spawn test-forkserver unit-spawn unit-forkserver docs api-docs \
 	test-cluster lock
 
 setup: $(STAMP)
@@ -29,7 +29,7 @@ setup: $(STAMP)
 # tools/install_torch.py installs torch (the build TORCH_BUILD picks; where PyTorch's CPU-only index
 # cannot be reached, what the configured indexes offer, said in one line), then the project and its
 # dev tools within the lock. The venv's JupyterLab default settings go to its etc/jupyter, its kernels'
-# IPython configuration to its etc/ipython (README, "JupyterLab setting" and "Kernel shutdown").
+# IPython configuration to its etc/ipython (docs/install.md: "JupyterLab setting", "Kernels exit").
 LAB_OVERRIDES := jupyter-config/labconfig/default_setting_overrides.json
 KERNEL_CONFIG := jupyter-config/ipython/ipython_kernel_config.json
 $(STAMP): pyproject.toml $(LOCK) tools/install_torch.py $(LAB_OVERRIDES) $(KERNEL_CONFIG)
@@ -121,15 +121,19 @@ test-cluster: $(STAMP)
 	$(PY) -m pytest tests/test_cluster_ray.py
 
 # Refreshes the lock from the package index: the newest versions pyproject.toml allows, for every
-# Python from 3.10 and every platform (markers where they differ), with uv (installed into .venv).
+# Python from the oldest tested one (helpers.environment.TESTED_PYTHONS; tests/test_project.py keeps
+# --python-version equal) and every platform (markers where they differ), with uv (installed into .venv).
 lock:
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet uv
 	$(VENV)/bin/uv pip compile pyproject.toml --extra dev --universal --python-version 3.10 --upgrade \
 		--custom-compile-command "make lock" --quiet -o $(LOCK)
 
-# Regenerates docs/API.md from the helpers modules (tests/test_api_reference.py fails when it is stale).
-api-docs: $(STAMP)
+# Regenerates what is generated: docs/API.md (from the helpers modules), docs/errors.md, and README.md's
+# and docs/install.md's marked blocks (the notebook table from the notebooks' headers, the tested
+# versions from helpers/environment.py); tests/test_api_reference.py fails when one is stale.
+# api-docs is its older name.
+docs api-docs: $(STAMP)
 	$(PY) tools/gen_docs.py
 
 clean:

@@ -205,7 +205,7 @@ ERROR_INDEX: tuple[IndexEntry, ...] = (
 
 
 def error_index_markdown(prefix: str = "notebooks/") -> str:
-    """The index as a Markdown table, as the README and notebook 10 appendix E show it; links
+    """The index as a Markdown table, as docs/errors.md and notebook 10 appendix E show it; links
     are ``prefix`` + the notebook's file name (``""`` from inside notebooks/).
 
     >>> error_index_markdown().splitlines()[0]

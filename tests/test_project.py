@@ -40,6 +40,18 @@ def test_environment_yml_lists_exactly_the_pyproject_dependencies_but_torch():
     assert python == [f"python{requires}"]
 
 
+def test_the_oldest_tested_python_is_the_one_the_project_declares():
+    # helpers.environment.TESTED_PYTHONS is the one place; what cannot read it is checked against it.
+    from helpers.environment import TESTED_PYTHONS
+
+    oldest = ".".join(map(str, TESTED_PYTHONS[0]))
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert pyproject["project"]["requires-python"] == f">={oldest}"  # environment.yml: test above
+    assert pyproject["tool"]["ruff"]["target-version"] == "py" + oldest.replace(".", "")
+    (locked_for,) = re.findall(r"--python-version (\d[\d.]*)", (ROOT / "Makefile").read_text())
+    assert locked_for == oldest, "make lock must cover the oldest tested Python"
+
+
 def test_every_environment_yml_dependency_says_what_uses_it():
     dependencies = (ROOT / "environment.yml").read_text().split("\ndependencies:\n", 1)[1]
     entries = [
@@ -90,7 +102,12 @@ def test_notebook_cells_are_short(path):
 def test_readme_lists_every_notebook():
     readme = (ROOT / "README.md").read_text()
     for path in NOTEBOOKS:
-        assert path.name in readme, f"README's notebook table misses {path.name}"
+        assert f"](notebooks/{path.name})" in readme, f"README's notebook table misses {path.name}"
+
+
+def test_readme_is_short():
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) <= 120, f"README.md has {len(lines)} lines: move detail to a page under docs/"
 
 
 def test_no_merge_conflict_markers_in_tracked_files():

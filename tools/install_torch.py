@@ -17,7 +17,7 @@ falls back to what the configured indexes offer and says so in the one line it p
 which torch it installed and which build (read from `torch.version.cuda`).
 
 The torch version: `--version`, else the lock's torch pin for this Python
-(requirements/constraints.txt; Python 3.10 gets 2.14.1: torch 2.15 needs Python 3.11+). Every other
+(requirements/constraints.txt; an older Python may get an older torch). Every other
 package is installed within the lock (`pip install -c`). Another torch version
 (`make test TORCH_VERSION=2.11.0`) is installed without the lock's torch pin and without the pins
 only torch needs (its CUDA libraries, setuptools, ...), which that release sets for itself.
