@@ -201,7 +201,7 @@ ERROR_INDEX: tuple[IndexEntry, ...] = (
         " crashes under DETAIL (SIGSEGV)",
     ),
 )
-"""The index of error messages (README ``## Error messages``, notebook 10 appendix E)."""
+"""The index of error messages (docs/errors.md, notebook 10 appendix E)."""
 
 
 def error_index_markdown(prefix: str = "notebooks/") -> str:

@@ -127,7 +127,8 @@ def notebook_table() -> str:
     for path in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")):
         h = notebook_header(path)
         link = f"[{h['number']} · {h['title']}](notebooks/{path.name})"
-        rows.append(f"| {link} | {h['teaches']} | {h['reading_time']} | {h['run_time']} |")
+        cells = [link, h["teaches"], h["reading_time"], h["run_time"]]
+        rows.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
     return "\n".join(rows)
 
 
@@ -147,11 +148,7 @@ def tested_versions() -> str:
 
     oldest, newest = (".".join(map(str, v)) for v in TESTED_PYTHONS)
     on_oldest = _install_torch().locked_torch(python=(*TESTED_PYTHONS[0], 0))
-    older = (
-        f" ({on_oldest} on Python {oldest}, the newest torch it supports)"
-        if on_oldest != TESTED_TORCH
-        else ""
-    )
+    older = f" ({on_oldest} on Python {oldest}, the lock's pin there)" if on_oldest != TESTED_TORCH else ""
     return f"Tested on Python {oldest} to {newest} with torch {TESTED_TORCH}{older}; the set-up installs it."
 
 
@@ -169,7 +166,8 @@ def fill_blocks(text: str, expected: tuple[str, ...]) -> str:
     found = tuple(m.group(2) for m in _BLOCK.finditer(text))
     if found != expected:
         raise ValueError(f"generated blocks {found}, expected {expected}")
-    return _BLOCK.sub(lambda m: f"{m.group(1)}{BLOCKS[m.group(2)]()}\n{m.group(4)}", text)
+    # Blank lines around the content: a table or paragraph ends before the closing comment.
+    return _BLOCK.sub(lambda m: f"{m.group(1)}\n{BLOCKS[m.group(2)]()}\n\n{m.group(4)}", text)
 
 
 def errors_page() -> str:
