@@ -5,36 +5,36 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 # The lock: the exact set CI passes with (`make lock` refreshes it). The default torch is its pin for
-# this Python (2.15.0; 2.14.1 on Python 3.10, which torch 2.15 does not support).
+# this Python (helpers.environment.TESTED_TORCH, or an older one where this Python is too old for it).
 LOCK := requirements/constraints.txt
 ifeq ($(origin TORCH_VERSION),undefined)
-TORCH_VERSION := $(shell $(PYTHON) scripts/install_torch.py --locked-version)
+TORCH_VERSION := $(shell $(PYTHON) tools/install_torch.py --locked-version)
 endif
-# Which build (scripts/install_torch.py): auto = the CPU build from PyTorch's CPU-only index on Linux
+# Which build (tools/install_torch.py): auto = the CPU build from PyTorch's CPU-only index on Linux
 # without an NVIDIA GPU, else the default build; cpu; cuda (the default build, CUDA on Linux).
 TORCH_BUILD ?= auto
-# One stamp per torch version and build: `make test TORCH_VERSION=2.14.1` installs that version into
+# One stamp per torch version and build: `make test TORCH_VERSION=2.11.0` installs that version into
 # .venv and runs the suite on it; the next plain `make test` puts the locked one back.
 STAMP := $(VENV)/.installed-torch-$(TORCH_VERSION)-$(TORCH_BUILD)
 # Per-cell limit for nbmake: a stuck cell fails the run instead of hanging it. Above the notebooks'
 # own 120 s deadlines, so under load their deadline fires first and kills its processes cleanly.
 CELL_TIMEOUT ?= 180
 
-.PHONY: setup lab test lint unit notebooks e2e html clean test-spawn test-forkserver unit-spawn unit-forkserver api-docs \
+.PHONY: setup lab test lint unit notebooks e2e html clean test-spawn test-forkserver unit-spawn unit-forkserver docs api-docs \
 	test-cluster lock
 
 setup: $(STAMP)
 
 # Reinstalls only when pyproject.toml, the lock, the install script or the JupyterLab settings change.
-# scripts/install_torch.py installs torch (the build TORCH_BUILD picks; where PyTorch's CPU-only index
+# tools/install_torch.py installs torch (the build TORCH_BUILD picks; where PyTorch's CPU-only index
 # cannot be reached, what the configured indexes offer, said in one line), then the project and its
 # dev tools within the lock. The venv's JupyterLab default settings go to its etc/jupyter, its kernels'
-# IPython configuration to its etc/ipython (README, "JupyterLab setting" and "Kernel shutdown").
+# IPython configuration to its etc/ipython (docs/install.md: "JupyterLab setting", "Kernels exit").
 LAB_OVERRIDES := jupyter-config/labconfig/default_setting_overrides.json
 KERNEL_CONFIG := jupyter-config/ipython/ipython_kernel_config.json
-$(STAMP): pyproject.toml $(LOCK) scripts/install_torch.py $(LAB_OVERRIDES) $(KERNEL_CONFIG)
+$(STAMP): pyproject.toml $(LOCK) tools/install_torch.py $(LAB_OVERRIDES) $(KERNEL_CONFIG)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) scripts/install_torch.py --version $(TORCH_VERSION) --build $(TORCH_BUILD)
+	$(PY) tools/install_torch.py --version $(TORCH_VERSION) --build $(TORCH_BUILD)
 	install -D -m 644 $(LAB_OVERRIDES) $(VENV)/etc/jupyter/labconfig/default_setting_overrides.json
 	install -D -m 644 $(KERNEL_CONFIG) $(VENV)/etc/ipython/ipython_kernel_config.json
 	rm -f $(VENV)/.installed-torch-*
@@ -72,16 +72,16 @@ NBMAKE := --nbmake --nbmake-timeout=$(CELL_TIMEOUT)
 SUITE := tests/e2e tests helpers --doctest-modules
 TIMED = TIMEFORMAT="$(1): %0R s wall, %0U + %0S s CPU"; time
 # The pytest stages run with a temporary directory of their own, which must be empty afterwards
-# (caches aside: scripts/clean_check.py); any other entry fails the run.
+# (caches aside: tools/clean_check.py); any other entry fails the run.
 CLEAN := $(VENV)/clean-check
 RUN_TMP := TMPDIR=$(CURDIR)/$(CLEAN)/tmp
 
 test:
 	@$(call TIMED,install) $(MAKE) --no-print-directory setup
 	@$(call TIMED,lint) $(MAKE) --no-print-directory lint
-	@$(PY) scripts/clean_check.py save $(CLEAN)
+	@$(PY) tools/clean_check.py save $(CLEAN)
 	@$(call TIMED,pytest on $(WORKERS) workers) $(RUN_TMP) $(PY) -m pytest $(SUITE) $(XDIST) --durations=25
-	@$(PY) scripts/clean_check.py compare $(CLEAN)
+	@$(PY) tools/clean_check.py compare $(CLEAN)
 
 unit: $(STAMP)
 	$(PY) -m pytest tests helpers --doctest-modules -m "not browser" $(XDIST)
@@ -97,7 +97,7 @@ notebooks: $(STAMP)
 # A static site of the series: executes every notebook (temp copies, per-cell timeout) and renders an
 # index page plus one HTML page per notebook, plots embedded, into _site/ (gitignored).
 html: $(STAMP)
-	PYTHONPATH=$(CURDIR) $(PY) scripts/build_site.py --out _site --timeout $(CELL_TIMEOUT)
+	PYTHONPATH=$(CURDIR) $(PY) tools/build_site.py --out _site --timeout $(CELL_TIMEOUT)
 # Portability: the default start method forced, as on macOS/Windows (spawn) and Linux with Python
 # 3.14+ (forkserver): every notebook (marker `notebook`) in a kernel of the kernelspec
 # jupyter-config/kernels/python3-$* (its exec_lines set the default; JUPYTER_PATH finds it), and
@@ -106,10 +106,10 @@ html: $(STAMP)
 # unit-spawn` / `unit-forkserver` run every unit test with the default forced.
 FORCED = MP_DEFAULT_START_METHOD=$* JUPYTER_PATH=$(CURDIR)/jupyter-config $(RUN_TMP)
 test-spawn test-forkserver: test-%: $(STAMP)
-	@$(PY) scripts/clean_check.py save $(CLEAN)
+	@$(PY) tools/clean_check.py save $(CLEAN)
 	@$(call TIMED,pytest $* on $(WORKERS) workers) $(FORCED) $(PY) -m pytest $(NOTEBOOKS_LAST_FIRST) tests \
 		$(NBMAKE) --nbmake-kernel=python3-$* $(XDIST) -m "notebook or default_start_method"
-	@$(PY) scripts/clean_check.py compare $(CLEAN)
+	@$(PY) tools/clean_check.py compare $(CLEAN)
 
 unit-spawn unit-forkserver: unit-%: $(STAMP)
 	MP_DEFAULT_START_METHOD=$* $(PY) -m pytest tests helpers --doctest-modules -m "not browser" $(XDIST)
@@ -121,16 +121,20 @@ test-cluster: $(STAMP)
 	$(PY) -m pytest tests/test_cluster_ray.py
 
 # Refreshes the lock from the package index: the newest versions pyproject.toml allows, for every
-# Python from 3.10 and every platform (markers where they differ), with uv (installed into .venv).
+# Python from the oldest tested one (helpers.environment.TESTED_PYTHONS; tests/test_project.py keeps
+# --python-version equal) and every platform (markers where they differ), with uv (installed into .venv).
 lock:
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet uv
 	$(VENV)/bin/uv pip compile pyproject.toml --extra dev --universal --python-version 3.10 --upgrade \
 		--custom-compile-command "make lock" --quiet -o $(LOCK)
 
-# Regenerates docs/API.md from the helpers modules (tests/test_api_reference.py fails when it is stale).
-api-docs: $(STAMP)
-	$(PY) scripts/gen_api_reference.py
+# Regenerates what is generated: docs/API.md (from the helpers modules), docs/errors.md, and README.md's
+# and docs/install.md's marked blocks (the notebook table from the notebooks' headers, the tested
+# versions from helpers/environment.py); tests/test_api_reference.py fails when one is stale.
+# api-docs is its older name.
+docs api-docs: $(STAMP)
+	$(PY) -m tools.gen_docs
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache .ruff_cache _site

@@ -3,7 +3,7 @@
 - Every test fails if it leaves a child process behind (under pytest-xdist each worker checks its own).
 - Every session fails if /dev/shm gained an entry. Under xdist the check must see every worker's
   tests finished and no worker exited yet: a worker's exit lets its resource tracker unlink what it
-  leaked, so a check after the run (``scripts/clean_check.py``) would miss a leaked
+  leaked, so a check after the run (``tools/clean_check.py``) would miss a leaked
   ``SharedMemory``. Each worker waits at its end until all have finished their tests, then compares
   /dev/shm with the controller's snapshot from before any worker started
   (``tests/test_suite_checks.py`` shows both checks failing a run under xdist).
@@ -152,7 +152,7 @@ def pytest_sessionfinish(session, exitstatus):
         _wait_for_the_other_workers(Path(config.workerinput[_KEY]["barrier"]))
     problems = set()
     # Named semaphores (sem.*) of children killed at a deadline under spawn/forkserver are unlinked by
-    # multiprocessing's resource tracker when the test process exits: scripts/clean_check.py checks
+    # multiprocessing's resource tracker when the test process exits: tools/clean_check.py checks
     # them afterwards. Everything else must be gone at the end of the session.
     new_shm = sorted(n for n in dev_shm_entries() - config.stash[_SHM_BEFORE] if not n.startswith("sem."))
     if new_shm:

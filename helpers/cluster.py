@@ -4,7 +4,7 @@ GPUs, and a way to run it on this machine under local stand-ins for ``srun`` and
 :func:`slurm_script` writes the batch script: one Slurm task per node, each running one torchrun
 agent, the first node of the allocation as the rendezvous endpoint, the job id as the rendezvous id.
 ``_run_batch_locally`` (what ``tests/test_cluster.py`` runs) plays ``sbatch`` for it on this
-machine: it sets the ``SLURM_JOB_*`` variables and puts ``scripts/slurm_standin`` (small stand-ins,
+machine: it sets the ``SLURM_JOB_*`` variables and puts ``helpers/slurm_standin`` (small stand-ins,
 *not* Slurm) first on ``PATH``, so the script's own lines (node list, endpoint, ``srun`` fanning out
 one agent per node, the rendezvous) really run, with every "node" a process group on 127.0.0.1.
 
@@ -30,7 +30,8 @@ from helpers.processes import kill_tree
 
 __all__ = ["slurm_script"]
 
-_SLURM_STANDINS = Path(__file__).resolve().parent.parent / "scripts" / "slurm_standin"
+# Inside the package, so an installed helpers has them too (pyproject.toml lists them as package data).
+_SLURM_STANDINS = Path(__file__).resolve().parent / "slurm_standin"
 
 _TEMPLATE = """\
 #!/bin/bash

@@ -43,7 +43,10 @@ __all__ = [
 # The newest torch the whole suite has passed on: the lock's pin (requirements/constraints.txt;
 # tests/test_install.py keeps them equal). The doctor says when the running torch is newer.
 TESTED_TORCH = "2.15.0"
-# The Pythons the suite runs on (oldest, newest); torch 2.15 itself needs 3.11 or newer.
+# The Pythons the suite runs on (oldest, newest). The oldest may get an older torch (the lock's pin
+# for it) where TESTED_TORCH needs a newer Python. The one place these are written: the docs are
+# generated from them (tools/gen_docs.py) and tests/test_project.py checks pyproject.toml,
+# environment.yml and the Makefile against the oldest.
 TESTED_PYTHONS = ((3, 10), (3, 14))
 
 # Run in a separate interpreter so this process never initialises CUDA (that would make later

@@ -201,12 +201,12 @@ ERROR_INDEX: tuple[IndexEntry, ...] = (
         " crashes under DETAIL (SIGSEGV)",
     ),
 )
-"""The index of error messages (README ``## Error messages``,
+"""The index of error messages (docs/errors.md,
 [10 · Appendix E](../notebooks/10_field_guide.ipynb#appendix-e-the-index-of-error-messages))."""
 
 
 def error_index_markdown(prefix: str = "notebooks/") -> str:
-    """The index as a Markdown table, as the README and
+    """The index as a Markdown table, as docs/errors.md and
     [10 · Appendix E](../notebooks/10_field_guide.ipynb#appendix-e-the-index-of-error-messages) show it; links
     are ``prefix`` + the notebook's file name (``""`` from inside notebooks/).
 

@@ -1,5 +1,6 @@
 """The helpers API contract: __version__, __all__ in every module, type hints and docstring examples on
-every public function, and docs/API.md in sync with the code (regenerate with `make api-docs`)."""
+every public function; and the generated docs in sync with what they are generated from (docs/API.md,
+docs/errors.md, README.md's notebook table, the tested versions; regenerate with `make docs`)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,13 @@ import importlib.util
 import inspect
 from pathlib import Path
 
+import nbformat
 import pytest
 
 import helpers
 
 ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("gen_api_reference", ROOT / "scripts" / "gen_api_reference.py")
+_spec = importlib.util.spec_from_file_location("gen_docs", ROOT / "tools" / "gen_docs.py")
 gen = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(gen)
 
@@ -35,10 +37,35 @@ def test_version_is_a_string():
     assert isinstance(helpers.__version__, str) and helpers.__version__.count(".") >= 1
 
 
-def test_the_reference_page_is_up_to_date():
-    assert (ROOT / "docs" / "API.md").read_text() == gen.render(), (
-        "docs/API.md is out of date: run `make api-docs` (python scripts/gen_api_reference.py) and commit it"
+GENERATED = gen.generated()
+
+
+@pytest.mark.parametrize("path", GENERATED, ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_generated_docs_are_up_to_date(path):
+    assert path.read_text() == GENERATED[path], (
+        f"{path.relative_to(ROOT)} is out of date: run `make docs` (python -m tools.gen_docs) and commit it"
     )
+
+
+def test_a_stale_notebook_header_or_a_lost_block_is_caught(tmp_path, monkeypatch):
+    notebook = tmp_path / "00_x.ipynb"
+    header = "# 00 · X\n\nTeaches x.\n\n- **Reading time:** about 1 min\n- **Run time:** about 2 s on a CPU."
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(header)]), notebook)
+    monkeypatch.setattr(gen, "NOTEBOOKS", tmp_path)
+    block = "<!-- begin: notebooks -->\nold row\n<!-- end: notebooks -->"
+    assert "| [00 · X](notebooks/00_x.ipynb) | Teaches x. | about 1 min | about 2 s |" in gen.fill_blocks(
+        block, ("notebooks",)
+    )
+    with pytest.raises(ValueError, match="expected"):
+        gen.fill_blocks("no block here", ("notebooks",))
+
+
+def test_the_tested_versions_come_from_helpers_environment(monkeypatch):
+    from helpers import environment
+
+    monkeypatch.setattr(environment, "TESTED_PYTHONS", ((3, 10), (3, 15)))
+    assert "Python 3.10 to 3.15" in gen.tested_versions()
+    assert f"torch {environment.TESTED_TORCH}" in gen.tested_versions()
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -1,4 +1,4 @@
-"""`make html` (scripts/build_site.py): a tiny fixture notebook is executed and rendered for real; the
+"""`make html` (tools/build_site.py): a tiny fixture notebook is executed and rendered for real; the
 real notebooks are rendered without executing them (they run under nbmake and in the browser test)."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from tools.notebook_model import notebooks as series
 from tools.notebook_model import parse
 
 ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("build_site", ROOT / "scripts" / "build_site.py")
+_spec = importlib.util.spec_from_file_location("build_site", ROOT / "tools" / "build_site.py")
 build_site = importlib.util.module_from_spec(_spec)
 sys.modules["build_site"] = build_site  # dataclasses look their module up there
 _spec.loader.exec_module(build_site)

@@ -29,13 +29,15 @@ def test_versions_in_the_tested_range_pass():
 
 
 def test_versions_outside_the_tested_range_warn():
-    assert machine_checks._check_versions(python="3.9.1", torch_version="2.13.0").status == "warn"
-    assert machine_checks._check_versions(python="3.15.0", torch_version="2.15.0").status == "warn"
+    (major, oldest), (_, newest) = environment.TESTED_PYTHONS
+    torch_version = environment.TESTED_TORCH
+    for python in (f"{major}.{oldest - 1}.1", f"{major}.{newest + 1}.0"):
+        assert machine_checks._check_versions(python=python, torch_version=torch_version).status == "warn"
     assert machine_checks._check_versions(python="3.11.7", torch_version="2.4.0").status == "warn"
-    for tested in ("2.11.0", "2.14.1", "2.15.0", "2.15.0+cpu"):
+    for tested in ("2.11.0", "2.14.1", torch_version, f"{torch_version}+cpu"):
         assert machine_checks._check_versions(python="3.11.7", torch_version=tested).status == "ok", tested
-    on_314 = machine_checks._check_versions(python="3.14.0", torch_version="2.15.0")
-    assert on_314.status == "ok" and (not LINUX or "forkserver" in on_314.measured)
+    on_newest = machine_checks._check_versions(python=f"{major}.{newest}.0", torch_version=torch_version)
+    assert on_newest.status == "ok" and (not LINUX or "forkserver" in on_newest.measured)
 
 
 def test_a_torch_newer_than_the_tested_one_says_what_to_pin():

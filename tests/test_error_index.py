@@ -1,6 +1,6 @@
-"""The index of error messages (README ``## Error messages``, notebook 10 appendix E) is true.
+"""The index of error messages (docs/errors.md, notebook 10 appendix E) is true.
 
-Each linked section exists (the notebook and its heading); the README and notebook 10 show the
+Each linked section exists (the notebook and its heading); docs/errors.md and notebook 10 show the
 table as ``helpers.field_guide`` renders it; and each message is what this torch and Python print,
 produced in a bounded child where that is cheap on CPU (numbers such as ports, pids, ranks and
 timeouts may differ), or read from the installed torch where producing it needs a GPU or an old torch.
@@ -73,8 +73,8 @@ def test_each_message_links_a_section_that_exists(entry):
     )
 
 
-def test_the_readme_and_notebook_10_show_the_index():
-    assert error_index_markdown("notebooks/") in (ROOT / "README.md").read_text()
+def test_docs_errors_and_notebook_10_show_the_index():
+    assert error_index_markdown("../notebooks/") in (ROOT / "docs" / "errors.md").read_text()
     cells = nbformat.read(ROOT / "notebooks" / "10_field_guide.ipynb", as_version=4).cells
     (at,) = [i for i, c in enumerate(cells) if re.search(r"^## Appendix E", c.source, re.MULTILINE)]
     shown = cells[at + 1]  # rendered live from ERROR_INDEX, links relative to notebooks/

@@ -1,4 +1,4 @@
-"""scripts/install_torch.py: which torch build an install takes, and the lock it installs within.
+"""tools/install_torch.py: which torch build an install takes, and the lock it installs within.
 
 Nothing is downloaded: the decision is a pure function, and the script's --dry-run prints the pip
 commands it would run (with the GPU and the CPU-only index's reachability given, not probed).
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.environment import TESTED_TORCH
+from helpers.environment import TESTED_PYTHONS, TESTED_TORCH
 
 try:
     import tomllib
@@ -26,7 +26,7 @@ except ImportError:  # Python 3.10
     import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
-SCRIPT = ROOT / "scripts" / "install_torch.py"
+SCRIPT = ROOT / "tools" / "install_torch.py"
 _spec = importlib.util.spec_from_file_location("install_torch", SCRIPT)
 it = importlib.util.module_from_spec(_spec)
 sys.modules["install_torch"] = it  # dataclasses look their module up
@@ -72,9 +72,9 @@ def test_an_unknown_build_is_refused():
 
 def test_the_cpu_plan_takes_torch_alone_from_the_cpu_index_with_short_timeouts():
     plan = it.choose("Linux", "auto", gpu=False, index_reachable=True)
-    first, second = it.pip_commands("py", plan, "2.15.0", "c.txt", ".[dev]")
+    first, second = it.pip_commands("py", plan, TESTED_TORCH, "c.txt", ".[dev]")
     assert first[4:] == [
-        "torch==2.15.0+cpu",
+        f"torch=={TESTED_TORCH}+cpu",
         "--index-url",
         CPU,
         "--no-deps",
@@ -83,9 +83,9 @@ def test_the_cpu_plan_takes_torch_alone_from_the_cpu_index_with_short_timeouts()
         "--retries",
         "1",
     ]
-    assert second[4:] == ["-e", ".[dev]", "torch==2.15.0", "-c", "c.txt"]  # 2.15.0+cpu satisfies it
+    assert second[4:] == ["-e", ".[dev]", f"torch=={TESTED_TORCH}", "-c", "c.txt"]  # X+cpu satisfies it
     fallback = it.choose("Linux", "auto", gpu=False, index_reachable=False)
-    (only,) = it.pip_commands("py", fallback, "2.15.0", "c.txt", ".[dev]")
+    (only,) = it.pip_commands("py", fallback, TESTED_TORCH, "c.txt", ".[dev]")
     assert only == second and CPU not in only
 
 
@@ -128,10 +128,18 @@ def test_an_index_that_never_answers_is_given_up_within_the_probe_time():
 # --- The lock ---------------------------------------------------------------------------------------
 
 
-def test_the_lock_pins_the_tested_torch_and_2_14_1_on_python_3_10():
+def test_the_lock_pins_the_tested_torch_and_one_for_every_tested_python():
+    oldest, newest = TESTED_PYTHONS
     assert it.locked_torch(python=(3, 11, 7)) == TESTED_TORCH  # one definition, checked against the lock
-    assert it.locked_torch(python=(3, 14, 0)) == TESTED_TORCH
-    assert it.locked_torch(python=(3, 10, 14)) == "2.14.1"  # torch 2.15 needs Python 3.11+
+    assert it.locked_torch(python=(*newest, 0)) == TESTED_TORCH
+    # The oldest may get an older torch (torch 2.15 needs Python 3.11+), never a newer one.
+    on_oldest = it.locked_torch(python=(*oldest, 0))
+    assert version_tuple(on_oldest) <= version_tuple(TESTED_TORCH), on_oldest
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    """The release numbers of a version string, a local part such as ``+cpu`` left out."""
+    return tuple(int(part) for part in re.findall(r"\d+", version.split("+")[0]))
 
 
 def test_the_lock_is_uv_s_output_for_pyproject_and_make_lock_refreshes_it():

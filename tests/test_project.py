@@ -9,6 +9,8 @@ from pathlib import Path
 
 import yaml
 
+from tools.notebook_model import notebooks
+
 try:
     import tomllib
 except ImportError:  # Python 3.10
@@ -23,7 +25,7 @@ def _pyproject_dependencies() -> set[str]:
 
 
 def test_environment_yml_lists_exactly_the_pyproject_dependencies_but_torch():
-    # torch, and the helpers package that depends on it, come from scripts/install_torch.py (the
+    # torch, and the helpers package that depends on it, come from tools/install_torch.py (the
     # build this machine needs); everything else within the lock, as on the Makefile route.
     text = (ROOT / "environment.yml").read_text()
     env = yaml.safe_load(text)
@@ -33,10 +35,22 @@ def test_environment_yml_lists_exactly_the_pyproject_dependencies_but_torch():
     assert len(torch) == 1 and set(listed) == _pyproject_dependencies() - torch
     assert [d for d in pip_section["pip"] if d.startswith("-")] == ["-c requirements/constraints.txt"]
     assert (ROOT / "requirements" / "constraints.txt").is_file()
-    assert "python scripts/install_torch.py" in text
+    assert "python tools/install_torch.py" in text
     python = [d for d in env["dependencies"] if isinstance(d, str) and d.startswith("python")]
     requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
     assert python == [f"python{requires}"]
+
+
+def test_the_oldest_tested_python_is_the_one_the_project_declares():
+    # helpers.environment.TESTED_PYTHONS is the one place; what cannot read it is checked against it.
+    from helpers.environment import TESTED_PYTHONS
+
+    oldest = ".".join(map(str, TESTED_PYTHONS[0]))
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert pyproject["project"]["requires-python"] == f">={oldest}"  # environment.yml: test above
+    assert pyproject["tool"]["ruff"]["target-version"] == "py" + oldest.replace(".", "")
+    (locked_for,) = re.findall(r"--python-version (\d[\d.]*)", (ROOT / "Makefile").read_text())
+    assert locked_for == oldest, "make lock must cover the oldest tested Python"
 
 
 def test_every_environment_yml_dependency_says_what_uses_it():
@@ -47,6 +61,17 @@ def test_every_environment_yml_dependency_says_what_uses_it():
         if re.match(r"\s+- ", line) and line.strip() not in ("- pip", "- pip:")
     ]
     assert entries and all("  # " in line for line in entries), [e for e in entries if "  # " not in e]
+
+
+def test_readme_lists_every_notebook():
+    readme = (ROOT / "README.md").read_text()
+    for nb in notebooks():
+        assert f"](notebooks/{nb.name})" in readme, f"README's notebook table misses {nb.name}"
+
+
+def test_readme_is_short():
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) <= 120, f"README.md has {len(lines)} lines: move detail to a page under docs/"
 
 
 def test_no_merge_conflict_markers_in_tracked_files():

@@ -1,11 +1,11 @@
 """Every public name of ``helpers`` is used outside its own module and the tests.
 
 A name in a module's ``__all__`` must be used (as code, not in a docstring) by a notebook, a script,
-the coursework, an exercise or its solution, a Python example in the README, or another ``helpers``
+the coursework, an exercise or its solution, a Python example in the README or docs/, or another ``helpers``
 module. A public name nobody uses is either dead code or a lesson that lost its notebook: remove it
 (and note it in CHANGELOG.md), or use it where it teaches something.
 
-One narrow rule covers command lines: a module that README.md or a notebook runs as
+One narrow rule covers command lines: a module that README.md, docs/ or a notebook runs as
 ``python -m helpers.X`` is a user of its ``main`` and of the names ``main`` uses, including the names
 inside a module-level constant that ``main`` uses (``helpers.cuda.GPU_DEMOS``: the demos its command
 line runs by name). Only ``main``'s own body counts, not what the functions it calls use, so an
@@ -26,7 +26,7 @@ import pytest
 from tools.notebook_model import cell_tree, notebooks
 
 ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("gen_api_reference", ROOT / "scripts" / "gen_api_reference.py")
+_spec = importlib.util.spec_from_file_location("gen_docs", ROOT / "tools" / "gen_docs.py")
 gen = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(gen)
 
@@ -54,9 +54,17 @@ def names_in_code(source: str) -> set[str]:
     return found
 
 
-def readme_examples() -> list[str]:
-    """The ```python blocks of README.md."""
-    return re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), flags=re.S)
+# The hand-written pages a learner or instructor reads (docs/API.md is generated from the code itself).
+PAGES = [ROOT / "README.md", *sorted(p for p in (ROOT / "docs").glob("*.md") if p.name != "API.md")]
+
+
+def page_examples() -> list[tuple[str, str]]:
+    """The ```python blocks of README.md and docs/, as (page, code)."""
+    return [
+        (str(page.relative_to(ROOT)), code)
+        for page in PAGES
+        for code in re.findall(r"```python\n(.*?)```", page.read_text(), flags=re.S)
+    ]
 
 
 def users() -> dict[str, set[str]]:
@@ -64,11 +72,11 @@ def users() -> dict[str, set[str]]:
     sources: dict[str, set[str]] = {}
     for nb in notebooks():
         sources[f"notebooks/{nb.name}"] = set().union(*(names_in_code(c.source) for c in nb.code_cells))
-    for folder in ("scripts", "coursework", "exercises", "solutions", "helpers"):
+    for folder in ("scripts", "tools", "coursework", "exercises", "solutions", "helpers"):
         for path in sorted((ROOT / folder).rglob("*.py")):
             sources[str(path.relative_to(ROOT))] = names_in_code(path.read_text())
-    for index, example in enumerate(readme_examples()):
-        sources[f"README.md example {index}"] = names_in_code(example)
+    for index, (page, example) in enumerate(page_examples()):
+        sources[f"{page} example {index}"] = names_in_code(example)
     commands = shown_commands()
     for module_name in gen.module_names():
         if module_name in commands:
@@ -77,8 +85,8 @@ def users() -> dict[str, set[str]]:
 
 
 def shown_commands() -> set[str]:
-    """The ``helpers`` modules that README.md or a notebook runs as ``python -m helpers.X``."""
-    texts = [(ROOT / "README.md").read_text()]
+    """The ``helpers`` modules that README.md, docs/ or a notebook runs as ``python -m helpers.X``."""
+    texts = [page.read_text() for page in PAGES]
     texts += [nb.path.read_text() for nb in notebooks()]
     return set(re.findall(r"-m (helpers(?:\.\w+)+)", "\n".join(texts)))
 
@@ -148,8 +156,9 @@ SOURCES = users()
 def test_every_public_helpers_name_is_used_outside_its_module(module_name):
     unused = unused_public_names(module_name, SOURCES)
     assert not unused, (
-        f"{module_name}: public names used by no notebook, script, coursework, exercise, README example or "
-        f"other module: {unused}. Remove them (and say so in CHANGELOG.md), or use them where they teach."
+        f"{module_name}: public names used by no notebook, script, coursework, exercise, README/docs "
+        f"example or other module: {unused}. Remove them (and say so in CHANGELOG.md), or use them where "
+        "they teach."
     )
 
 

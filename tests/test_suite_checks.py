@@ -1,5 +1,5 @@
 """The suite's own checks: conftest.py's leak checks, run on a small test file in a pytest of its own,
-still fail a run under pytest-xdist where they failed a serial one; scripts/clean_check.py finds what
+still fail a run under pytest-xdist where they failed a serial one; tools/clean_check.py finds what
 a run left in its temporary directory."""
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def test_leaks_fail_the_run_under_xdist_too(run_under_xdist):
 
 def test_the_clean_check_finds_what_a_run_left_in_its_temporary_directory(tmp_path):
     def clean_check(*args: str) -> subprocess.CompletedProcess:
-        command = [sys.executable, str(ROOT / "scripts" / "clean_check.py"), *args, str(tmp_path)]
+        command = [sys.executable, str(ROOT / "tools" / "clean_check.py"), *args, str(tmp_path)]
         return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=60)
 
     # Only the temporary directory's line is read: this runs beside other tests, whose children come

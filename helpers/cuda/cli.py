@@ -15,7 +15,9 @@ __all__ = ["main"]
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m helpers.cuda [DEMO ...]``: run GPU demos, each in a fresh interpreter; print them.
-    The command line for [04 · Fork versus CUDA](../notebooks/04_fork_and_cuda.ipynb#fork-versus-cuda)'s GPU demos (shown there and in the README).
+    The command line for the GPU demos of
+    [04 · Fork versus CUDA](../notebooks/04_fork_and_cuda.ipynb#fork-versus-cuda) (shown there and in
+    docs/instructors.md).
 
     Not run as a doctest: a CLI entry point that needs a CUDA device and takes minutes.
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from helpers.environment import TESTED_PYTHONS, TESTED_TORCH
+
 # Finding, DoctorError and CHECKS are public through helpers.doctor, which re-exports them; finding is
 # what the doctor's check modules share.
 __all__ = ["finding"]
@@ -51,13 +53,16 @@ class Finding:
 
 # --- What each check is about: why it matters, the fix, where it is taught, what it prevents -------
 
+_OLDEST, _NEWEST = (".".join(map(str, version)) for version in TESTED_PYTHONS)
 _ABOUT = {
     "python and torch": (
         "Python changes multiprocessing's defaults (3.14: forkserver on Linux) and its messages; "
-        "the series is tested on Python 3.10-3.14 with torch 2.11 to 2.15.0 (helpers.environment's "
-        "TESTED_TORCH), and a newer torch may change what a notebook shows.",
+        f"the series is tested on Python {_OLDEST}-{_NEWEST} with torch 2.11 to {TESTED_TORCH} "
+        "(helpers.environment's TESTED_PYTHONS, TESTED_TORCH), and a newer torch may change what a "
+        "notebook shows.",
         "Use a tested pair: if a notebook fails on a newer torch, pin the tested one "
-        "(pip install torch==2.15.0, or make test TORCH_VERSION=2.15.0) and read the version notes.",
+        f"(pip install torch=={TESTED_TORCH}, or make test TORCH_VERSION={TESTED_TORCH}) and read the "
+        "version notes.",
         "[00 · Your environment](../notebooks/00_overview.ipynb#your-environment)",
         "CPython gh-84559 (3.14 default start method); torch release notes",
     ),

@@ -268,7 +268,7 @@ def run_in_jupyterlab(path: Path, context, lab, shots: Path) -> None:
         _wait_for_state(page, lambda s: s["kernel"] == "idle", 90, "kernel ready")
         # Comm messages served on a kernel subshell (JupyterLab's default with ipykernel 7) flush
         # pyplot figures from a second thread while a widget callback draws: half-drawn figures
-        # (README). The venv's JupyterLab settings turn that off.
+        # (docs/install.md). The venv's JupyterLab settings turn that off.
         comms = page.evaluate(COMMS_JS)
         assert comms == "disabled", f"commsOverSubshells is {comms!r}: venv settings not installed"
         started = time.monotonic()

@@ -1,7 +1,7 @@
 """Install torch (the build this machine needs), then the project and its dev tools, from the lock.
 
 What `make setup` / `make lab` / `make test` run, and the conda route's last step
-(`python scripts/install_torch.py` in the activated environment). Standard library only.
+(`python tools/install_torch.py` in the activated environment). Standard library only.
 
 Which build (`--build`, the Makefile's TORCH_BUILD; default auto):
 
@@ -17,13 +17,13 @@ falls back to what the configured indexes offer and says so in the one line it p
 which torch it installed and which build (read from `torch.version.cuda`).
 
 The torch version: `--version`, else the lock's torch pin for this Python
-(requirements/constraints.txt; Python 3.10 gets 2.14.1: torch 2.15 needs Python 3.11+). Every other
+(requirements/constraints.txt; an older Python may get an older torch). Every other
 package is installed within the lock (`pip install -c`). Another torch version
 (`make test TORCH_VERSION=2.11.0`) is installed without the lock's torch pin and without the pins
 only torch needs (its CUDA libraries, setuptools, ...), which that release sets for itself.
 
-    python scripts/install_torch.py --dry-run             # print the pip commands, install nothing
-    python scripts/install_torch.py --locked-version      # the lock's torch for this Python
+    python tools/install_torch.py --dry-run             # print the pip commands, install nothing
+    python tools/install_torch.py --locked-version      # the lock's torch for this Python
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Before and after a test run: the repository, /dev/shm and the run's temporary directory must be
 as they were.
 
-    python scripts/clean_check.py save DIR      # before the run: also empties DIR/tmp
+    python tools/clean_check.py save DIR      # before the run: also empties DIR/tmp
     TMPDIR=DIR/tmp pytest ...                   # the run, with a temporary directory of its own
-    python scripts/clean_check.py compare DIR   # after it; exit 1 with the difference
+    python tools/clean_check.py compare DIR   # after it; exit 1 with the difference
 
 Run around pytest, not inside it: a spawn or forkserver child killed at a deadline leaves its named
 semaphores in /dev/shm until multiprocessing's resource tracker unlinks them, which it does when the

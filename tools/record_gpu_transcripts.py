@@ -1,6 +1,6 @@
 """Record the series' GPU paths on a machine with CUDA: one labelled transcript per notebook.
 
-    PYTHONPATH=. python scripts/record_gpu_transcripts.py --out notebooks/transcripts
+    PYTHONPATH=. python tools/record_gpu_transcripts.py --out notebooks/transcripts
 
 Each path runs as a script in a fresh interpreter with a deadline (the GPU machines have no
 Jupyter): notebook 04's demos (``python -m helpers.cuda_transcript``), Hogwild with the model on

@@ -1,7 +1,7 @@
 """Execute the notebooks and render a static, browsable site: an index page plus one page per notebook.
 
-    python scripts/build_site.py                 # all of notebooks/ into _site/ (what `make html` runs)
-    python scripts/build_site.py --out /tmp/site notebooks/01_start_methods.ipynb
+    python tools/build_site.py                 # all of notebooks/ into _site/ (what `make html` runs)
+    python tools/build_site.py --out /tmp/site notebooks/01_start_methods.ipynb
 
 Each notebook runs on a temporary copy (nothing is written into the repository) with a per-cell
 timeout; plots are embedded in the pages as data URIs, so the site is a folder of self-contained
@@ -116,7 +116,7 @@ def build_site(notebooks: list[Path], out: Path, timeout: int = 180, execute: bo
             raise FileExistsError(f"{out} is not empty and was not made by this script; choose another --out")
         shutil.rmtree(out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / MARKER).write_text("made by scripts/build_site.py; the next build empties this folder\n")
+    (out / MARKER).write_text("made by tools/build_site.py; the next build empties this folder\n")
     # The lab template turns a ```mermaid block of a markdown cell into <div class="jp-Mermaid"><pre
     # class="mermaid"> and adds the script that draws it with Mermaid, loaded from a CDN
     # (HTMLExporter.mermaid_js_url) when the page is opened; offline the diagram shows as its source.
