@@ -55,7 +55,8 @@ __all__ = [
     "all_gather",
     "async_all_reduce",
     "COLLECTIVES",
-    "run_collectives",
+    "run_in_group",
+    "every_collective",
     "broadcast_parameters",
     "average_gradients",
     "BucketedAllReduce",
@@ -175,18 +176,29 @@ COLLECTIVES: tuple[Callable[[int, int], torch.Tensor], ...] = (
 """The demos that :func:`run_collectives` runs, in this order, on every rank (notebook 11 §2)."""
 
 
-def run_collectives(rank: int, world_size: int, port: int, folder: str) -> None:
-    """One rank of notebook 11 §2: join, run every demo of :data:`COLLECTIVES` in the same order as
-    every other rank, save ``{name: result}`` to ``folder/rank{rank}.pt``, leave.
+def run_in_group(rank: int, world_size: int, port: int, folder: str, job: Callable, *args: object) -> None:
+    """What ``mp.spawn`` runs in every rank of notebook 11: join the group, run ``job(rank,
+    world_size, *args)``, save what it returns to ``folder/rank{rank}.pt``, leave the group.
 
-    >>> run_collectives(0, 2, free_port(), "/tmp")  # doctest: +SKIP
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as folder:  # a world of one rank, in this process
+    ...     run_in_group(0, 1, free_port(), folder, all_reduce_sum)
+    ...     torch.load(os.path.join(folder, "rank0.pt"), weights_only=True)
+    tensor([1.])
     """
     join(rank, world_size, port)
     try:
-        results = {demo.__name__: demo(rank, world_size) for demo in COLLECTIVES}
-        torch.save(results, os.path.join(folder, f"rank{rank}.pt"))
+        torch.save(job(rank, world_size, *args), os.path.join(folder, f"rank{rank}.pt"))
     finally:
         dist.destroy_process_group()
+
+
+def every_collective(rank: int, world_size: int) -> dict[str, torch.Tensor]:
+    """Every demo of :data:`COLLECTIVES`, in the same order on every rank: ``{name: result}`` (11 §2).
+
+    >>> every_collective(0, 2)  # doctest: +SKIP
+    """
+    return {demo.__name__: demo(rank, world_size) for demo in COLLECTIVES}
 
 
 def broadcast_parameters(model: nn.Module, src: int = 0) -> None:
@@ -297,32 +309,22 @@ def train_steps(
         optimizer.step()
 
 
-def hand_made_vs_ddp(rank: int, world_size: int, port: int, folder: str) -> None:
-    """One rank of notebook 11 §3: the same training three ways, from models seeded differently on
-    every rank (rank 0's weights must reach the others): by hand (:func:`broadcast_parameters`, then
-    :func:`average_gradients` after backward), with :class:`BucketedAllReduce`, and with DDP. Saves
-    the three ``state_dict``s to ``folder/rank{rank}.pt``.
+def hand_made_vs_ddp(rank: int, world_size: int) -> dict[str, dict[str, torch.Tensor]]:
+    """The same training three ways, from a model seeded differently on every rank (rank 0's weights
+    must reach the others): by hand (:func:`broadcast_parameters`, :func:`average_gradients` after
+    backward), with :class:`BucketedAllReduce`, with DDP; the three ``state_dict``s (notebook 11 §3).
 
-    >>> hand_made_vs_ddp(0, 2, free_port(), "/tmp")  # doctest: +SKIP
+    >>> hand_made_vs_ddp(0, 2)  # doctest: +SKIP
     """
-    join(rank, world_size, port)
-    try:
-        by_hand = make_model(seed=rank, hidden=HIDDEN)
-        broadcast_parameters(by_hand)
-        train_steps(by_hand, rank, world_size, lambda: average_gradients(by_hand))
-        hooked = make_model(seed=rank, hidden=HIDDEN)
-        broadcast_parameters(hooked)
-        train_steps(hooked, rank, world_size, BucketedAllReduce(hooked).wait)
-        ddp = DDP(make_model(seed=rank, hidden=HIDDEN))  # DDP broadcasts rank 0's weights itself
-        train_steps(ddp, rank, world_size)
-        states = {
-            "by hand": by_hand.state_dict(),
-            "hooks": hooked.state_dict(),
-            "DDP": ddp.module.state_dict(),
-        }
-        torch.save(states, os.path.join(folder, f"rank{rank}.pt"))
-    finally:
-        dist.destroy_process_group()
+    by_hand = make_model(seed=rank, hidden=HIDDEN)
+    broadcast_parameters(by_hand)
+    train_steps(by_hand, rank, world_size, lambda: average_gradients(by_hand))
+    hooked = make_model(seed=rank, hidden=HIDDEN)
+    broadcast_parameters(hooked)
+    train_steps(hooked, rank, world_size, BucketedAllReduce(hooked).wait)
+    ddp = DDP(make_model(seed=rank, hidden=HIDDEN))  # DDP broadcasts rank 0's weights itself
+    train_steps(ddp, rank, world_size)
+    return {"by hand": by_hand.state_dict(), "hooks": hooked.state_dict(), "DDP": ddp.module.state_dict()}
 
 
 def count_all_reduces(model: DDP) -> list[int]:
@@ -371,24 +373,17 @@ BUCKETING_WAYS = ("after backward", "hooks, a bucket per gradient", "hooks, 1 MB
 """The ways :func:`measure_bucketing` compares (notebook 11 §3)."""
 
 
-def measure_bucketing(rank: int, world_size: int, port: int, folder: str, repeats: int = 3) -> None:
-    """One rank of notebook 11 §3's measurement: all-reduces, bytes and milliseconds per step (the
-    best of ``repeats`` runs of ``STEPS`` steps) of each of :data:`BUCKETING_WAYS`; rank 0 saves
-    them to ``folder/bucketing.pt``.
+def measure_bucketing(rank: int, world_size: int, repeats: int = 3) -> dict[str, dict[str, float]]:
+    """All-reduces, bytes and milliseconds per step (the best of ``repeats`` runs of ``STEPS`` steps)
+    of each of :data:`BUCKETING_WAYS` (notebook 11, appendix on bucketing).
 
-    >>> measure_bucketing(0, 2, free_port(), "/tmp")  # doctest: +SKIP
+    >>> measure_bucketing(0, 2)  # doctest: +SKIP
     """
-    join(rank, world_size, port)
-    try:
-        figures = {}
-        for way in BUCKETING_WAYS:
-            runs = [_one_way(way, rank, world_size) for _ in range(repeats)]
-            ms, all_reduces, sent = min(runs)
-            figures[way] = {"all-reduces": all_reduces, "bytes": sent, "ms per step": ms}
-        if rank == 0:
-            torch.save(figures, os.path.join(folder, "bucketing.pt"))
-    finally:
-        dist.destroy_process_group()
+    figures = {}
+    for way in BUCKETING_WAYS:
+        ms, all_reduces, sent = min(_one_way(way, rank, world_size) for _ in range(repeats))
+        figures[way] = {"all-reduces": all_reduces, "bytes": sent, "ms per step": ms}
+    return figures
 
 
 def accumulate(
@@ -406,34 +401,24 @@ def accumulate(
             (F.cross_entropy(model(x), y) / micro_batches).backward()  # each piece: 1/k of the mean
 
 
-def accumulate_vs_large_batch(
-    rank: int, world_size: int, port: int, folder: str, micro_batches: int = 4
-) -> None:
-    """One rank of notebook 11 §4: one SGD step on this rank's ``micro_batches * BATCH_SIZE`` samples,
-    three ways: accumulated with ``no_sync``, accumulated without it, in one large batch. Saves
-    ``{way: (state_dict, all-reduces)}`` to ``folder/rank{rank}.pt``.
+def accumulate_vs_large_batch(rank: int, world_size: int, micro_batches: int = 4) -> dict[str, tuple]:
+    """One SGD step on this rank's ``micro_batches * BATCH_SIZE`` samples three ways: accumulated
+    with ``no_sync``, accumulated without it, in one large batch; ``{way: (state_dict, all-reduces)}``
+    (notebook 11 §4).
 
-    >>> accumulate_vs_large_batch(0, 2, free_port(), "/tmp")  # doctest: +SKIP
+    >>> accumulate_vs_large_batch(0, 2)  # doctest: +SKIP
     """
-    join(rank, world_size, port)
-    try:
-        x, y = _digits()
-        mine = slice(rank * micro_batches * BATCH_SIZE, (rank + 1) * micro_batches * BATCH_SIZE)
-        results = {}
-        ways = (
-            ("no_sync", micro_batches, True),
-            ("without no_sync", micro_batches, False),
-            ("one large batch", 1, False),
-        )
-        for way, pieces, no_sync in ways:
-            model = DDP(make_model(hidden=HIDDEN))
-            sizes = count_all_reduces(model)
-            accumulate(model, x[mine], y[mine], pieces, no_sync)
-            torch.optim.SGD(model.parameters(), lr=LR).step()
-            results[way] = (model.module.state_dict(), len(sizes))
-        torch.save(results, os.path.join(folder, f"rank{rank}.pt"))
-    finally:
-        dist.destroy_process_group()
+    x, y = _digits()
+    mine = slice(rank * micro_batches * BATCH_SIZE, (rank + 1) * micro_batches * BATCH_SIZE)
+    results = {}
+    for way, pieces, no_sync in (("no_sync", micro_batches, True), ("without no_sync", micro_batches, False),
+                                 ("one large batch", 1, False)):  # fmt: skip
+        model = DDP(make_model(hidden=HIDDEN))
+        sizes = count_all_reduces(model)
+        accumulate(model, x[mine], y[mine], pieces, no_sync)
+        torch.optim.SGD(model.parameters(), lr=LR).step()
+        results[way] = (model.module.state_dict(), len(sizes))
+    return results
 
 
 class WhoReads(Dataset):
@@ -455,28 +440,16 @@ class WhoReads(Dataset):
         return torch.tensor([index, worker.id if worker else -1])
 
 
-def read_one_epoch(
-    rank: int, world_size: int, port: int, folder: str, samples: int, num_workers: int, method: str
-) -> None:
-    """One rank of notebook 11 §5: one epoch of :class:`WhoReads` through a ``DistributedSampler``
-    and a DataLoader with ``num_workers`` workers started by ``method``; saves every ``[index,
-    worker, rank]`` it read to ``folder/rank{rank}.pt``.
+def read_one_epoch(rank: int, world_size: int, samples: int, num_workers: int, method: str) -> torch.Tensor:
+    """One epoch of :class:`WhoReads` through a ``DistributedSampler`` and a DataLoader with
+    ``num_workers`` workers started by ``method``: every ``[index, worker, rank]`` read (notebook 11 §5).
 
-    >>> read_one_epoch(0, 2, free_port(), "/tmp", 64, 2, "spawn")  # doctest: +SKIP
+    >>> read_one_epoch(0, 2, 64, 2, "spawn")  # doctest: +SKIP
     """
-    join(rank, world_size, port)
-    try:
-        dataset = WhoReads(samples)
-        sampler = DistributedSampler(dataset, seed=0)  # rank and world size: the group's
-        sampler.set_epoch(0)
-        context = method if num_workers else None  # workers' start method; timeout: no silent hang
-        loader = DataLoader(
-            dataset, 4, sampler=sampler, num_workers=num_workers, multiprocessing_context=context,
-            timeout=60 if num_workers else 0,
-        )  # fmt: skip
-        read = torch.cat(list(loader))
-        torch.save(
-            torch.cat([read, torch.full((len(read), 1), rank)], dim=1), os.path.join(folder, f"rank{rank}.pt")
-        )
-    finally:
-        dist.destroy_process_group()
+    dataset = WhoReads(samples)
+    sampler = DistributedSampler(dataset, seed=0)  # rank and world size: the group's
+    sampler.set_epoch(0)
+    loader = DataLoader(dataset, batch_size=4, sampler=sampler, num_workers=num_workers,
+                        multiprocessing_context=method, timeout=60)  # fmt: skip
+    read = torch.cat(list(loader))
+    return torch.cat([read, torch.full((len(read), 1), rank)], dim=1)
