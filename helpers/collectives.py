@@ -177,10 +177,11 @@ COLLECTIVES: tuple[Callable[[int, int], torch.Tensor], ...] = (
 
 
 def run_in_group(rank: int, world_size: int, port: int, folder: str, job: Callable, *args: object) -> None:
-    """What ``mp.spawn`` runs in every rank of notebook 11: join the group, run ``job(rank,
+    """What every launch of notebook 11 runs in each rank: join the group, run ``job(rank,
     world_size, *args)``, save what it returns to ``folder/rank{rank}.pt``, leave the group.
 
     >>> import tempfile
+    >>> from helpers.ddp import free_port
     >>> with tempfile.TemporaryDirectory() as folder:  # a world of one rank, in this process
     ...     run_in_group(0, 1, free_port(), folder, all_reduce_sum)
     ...     torch.load(os.path.join(folder, "rank0.pt"), weights_only=True)
@@ -259,7 +260,20 @@ class BucketedAllReduce:
 
     def gradient_ready(self, index: int) -> None:
         """The hook: runs inside ``backward()`` once a gradient of bucket ``index`` is complete; the
-        bucket's last one starts its all-reduce and returns at once."""
+        bucket's last one starts its all-reduce and returns at once.
+
+        >>> from helpers.ddp import free_port
+        >>> join(0, 1, free_port())  # a world of one rank, in this process
+        >>> model = torch.nn.Linear(2, 1)
+        >>> hooks = BucketedAllReduce(model)
+        >>> model(torch.ones(1, 2)).sum().backward()  # the hooks ran: the one bucket is on its way
+        >>> hooks.all_reduces, len(hooks.in_flight)
+        (1, 1)
+        >>> hooks.wait()
+        >>> model.bias.grad, len(hooks.in_flight)
+        (tensor([1.]), 0)
+        >>> dist.destroy_process_group()
+        """
         self.ready[index] += 1
         if self.ready[index] == len(self.buckets[index]):
             self.ready[index] = 0
@@ -269,7 +283,10 @@ class BucketedAllReduce:
             self.bytes_sent += flat.nbytes
 
     def wait(self) -> None:
-        """Before ``optimizer.step()``: wait for every bucket, divide by the world size, copy back."""
+        """Before ``optimizer.step()``: wait for every bucket, divide by the world size, copy back.
+
+        >>> BucketedAllReduce(torch.nn.Linear(2, 1)).wait()  # nothing in flight: returns at once
+        """
         for index, flat, work in self.in_flight:
             work.wait()
             flat /= dist.get_world_size()
@@ -290,7 +307,7 @@ _DIGITS: list[torch.Tensor] = []
 
 
 def train_steps(
-    model: nn.Module, rank: int, world_size: int, after_backward: Callable[[], None] = lambda: None,
+    model: nn.Module, rank: int, world_size: int, after_backward: Callable[[], None] | None = None,
     steps: int = STEPS,
 ) -> None:  # fmt: skip
     """``steps`` SGD steps of ``model`` on this rank's share of the digits: global batch ``s`` is
@@ -305,7 +322,8 @@ def train_steps(
         first = (step * world_size + rank) * BATCH_SIZE
         optimizer.zero_grad()
         F.cross_entropy(model(x[first : first + BATCH_SIZE]), y[first : first + BATCH_SIZE]).backward()
-        after_backward()
+        if after_backward:
+            after_backward()
         optimizer.step()
 
 
@@ -345,7 +363,9 @@ def count_all_reduces(model: DDP) -> list[int]:
     return sizes
 
 
-def _timed_steps(model: nn.Module, rank: int, world_size: int, after_backward: Callable[[], None]) -> float:
+def _timed_steps(
+    model: nn.Module, rank: int, world_size: int, after_backward: Callable[[], None] | None
+) -> float:  # noqa: E501
     """Milliseconds per step of :func:`train_steps` (``STEPS`` steps, after a barrier)."""
     dist.barrier()
     start = time.perf_counter()
@@ -359,7 +379,7 @@ def _one_way(way: str, rank: int, world_size: int) -> tuple[float, int, int]:
     if way == "DDP":
         model = DDP(model)
         sizes = count_all_reduces(model)
-        ms = _timed_steps(model, rank, world_size, lambda: None)
+        ms = _timed_steps(model, rank, world_size, None)
         return ms, len(sizes) // STEPS, sum(sizes) // STEPS
     if way == "after backward":
         ms = _timed_steps(model, rank, world_size, lambda: average_gradients(model))
