@@ -469,7 +469,7 @@ def read_one_epoch(rank: int, world_size: int, samples: int, num_workers: int, m
     dataset = WhoReads(samples)
     sampler = DistributedSampler(dataset, seed=0)  # rank and world size: the group's
     sampler.set_epoch(0)
-    loader = DataLoader(dataset, batch_size=4, sampler=sampler, num_workers=num_workers,
-                        multiprocessing_context=method, timeout=60)  # fmt: skip
+    workers = dict(num_workers=num_workers, multiprocessing_context=method, timeout=60) if num_workers else {}
+    loader = DataLoader(dataset, batch_size=4, sampler=sampler, **workers)  # timeout: a stuck worker fails
     read = torch.cat(list(loader))
     return torch.cat([read, torch.full((len(read), 1), rank)], dim=1)
