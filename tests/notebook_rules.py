@@ -77,6 +77,7 @@ TAUGHT = {
     "08": ["faulthandler"],
     "09": ["init_process_group", "LOCAL_RANK"],
     "10": ["Join"],
+    "11": ["broadcast", "all_reduce", "world_size", "init_process_group", "destroy_process_group"],
 }
 
 

@@ -57,6 +57,8 @@ WRONG_ANSWERS = [
     ("ex09", "ex09_writer_per_node", "one writer per node"),
     ("ex10", "ex10_first_line", "read the last line of a traceback first"),
     ("ex10", "ex10_exact_numbers", "ports, pids, ranks and timeouts vary"),
+    ("ex11", "ex11_no_divide", "divide it by the world size"),
+    ("ex11", "ex11_no_all_reduce", "all-reduce it first"),
 ]
 
 # What a pass must end with where the check has a second stage (ex09: real torchrun agents, run
