@@ -41,6 +41,7 @@ from helpers.checkers.ex07_iterable_sharding import check_ex07
 from helpers.checkers.ex08_find_the_hang import check_ex08
 from helpers.checkers.ex09_node_roles import check_ex09
 from helpers.checkers.ex10_diagnose import check_ex10
+from helpers.checkers.ex12_zero1_step import check_ex12
 
 __all__ = [
     "CheckResult",
@@ -56,6 +57,7 @@ __all__ = [
     "check_ex08",
     "check_ex09",
     "check_ex10",
+    "check_ex12",
     "CHECKERS",
 ]
 
@@ -71,5 +73,6 @@ CHECKERS: dict[str, Callable[..., CheckResult]] = {
     "ex08": check_ex08,
     "ex09": check_ex09,
     "ex10": check_ex10,
+    "ex12": check_ex12,
 }
 """Every checker by exercise id, e.g. ``CHECKERS["ex02"]()`` checks ``exercises/ex02_shared_tensor.py``."""
