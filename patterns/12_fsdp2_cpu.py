@@ -20,7 +20,7 @@ def train(rank, world_size, port, timeout=timedelta(seconds=60)):  # a demo: sec
             fully_shard(layer, mesh=mesh)  # 1/world_size of each parameter (rows), frees the rest
         optimizer = torch.optim.Adam(model.parameters(), lr=0.01)  # state for this rank's shards only
         x = torch.randn(256, 4, generator=torch.Generator().manual_seed(rank))  # this rank's data
-        for _ in range(200):
+        for _ in range(100):
             optimizer.zero_grad()
             loss = torch.nn.functional.mse_loss(model(x), x)  # learn y = x; backward() all-gathers each
             loss.backward()  # layer's weights again and reduce-scatters the gradients to their shards
