@@ -29,6 +29,7 @@ import contextlib
 import os
 import statistics
 import time
+import warnings
 from collections.abc import Callable, Iterable
 
 import psutil
@@ -259,7 +260,12 @@ class CollectiveLog(TorchDispatchMode):
 
     def bytes_received(self, world_size: int) -> int:
         """Bytes one rank receives for the logged collectives: ``(W-1)/W`` of each full tensor per
-        ring pass (two passes for an all-reduce)."""
+        ring pass (two passes for an all-reduce).
+
+        >>> log = CollectiveLog(); log.calls.append(("allreduce_", 400))
+        >>> log.bytes_received(world_size=2)  # 2 passes x 400 bytes x 1/2
+        400
+        """
         total = sum(_RECEIVED.get(name, 0) * size for name, size in self.calls)
         return total * (world_size - 1) // world_size
 
@@ -297,7 +303,11 @@ def _full_state(model: nn.Module) -> dict[str, torch.Tensor]:
 def train_method(method: str, rank: int, world_size: int, hidden: tuple[int, ...], steps: int) -> dict:
     """Train ``make_model(SEED, hidden)`` with ``method`` for ``steps`` Adam steps; returns what
     :func:`train_rank` saves (``memory`` adds ``process``: how much the process's resident memory
-    grew from before the model was built), and the trained model under ``"model"``."""
+    grew from before the model was built), and the trained model under ``"model"``.
+
+    >>> train_method  # doctest: +ELLIPSIS
+    <function train_method at ...>
+    """
     before = psutil.Process().memory_info().rss
     model, optimizer, step = globals()[f"setup_{method}"](make_model(SEED, hidden), rank, world_size)
     log, times = CollectiveLog(), []
@@ -329,6 +339,9 @@ def train_rank(
     """One rank: join a gloo group, train with each of ``methods`` in turn, and save to
     ``folder/METHOD-rankR.pt`` the full weights, bytes held and moved, and seconds per step; FSDP2's
     sharded model also goes to ``folder/fsdp2-checkpoint`` (:func:`save_sharded`). Notebook 12 §1-4.
+
+    >>> train_rank  # doctest: +ELLIPSIS  (the module's example runs it in a world of one)
+    <function train_rank at ...>
     """
     torch.set_num_threads(1)  # the ranks share the cores
     dist.init_process_group(
@@ -409,7 +422,9 @@ def load_sharded(model: nn.Module, path: str) -> nn.Module:
     from torch.distributed.checkpoint.state_dict import get_model_state_dict, set_model_state_dict
 
     state = {"model": get_model_state_dict(model)}
-    dcp.load(state, checkpoint_id=path)  # fills state's tensors in place
+    with warnings.catch_warnings():  # without a group DCP warns that it assumes one process: we mean it
+        warnings.filterwarnings("ignore", "torch.distributed is disabled", UserWarning)
+        dcp.load(state, checkpoint_id=path, no_dist=not dist.is_initialized())  # fills state's tensors
     set_model_state_dict(model, state["model"])
     return model
 

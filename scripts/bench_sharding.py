@@ -9,8 +9,8 @@ step (the first step of a run left out), the bytes a rank receives in a step (co
 collectives that ran) next to those computed from the method's collectives, and the bytes of the
 tensors rank 0 holds (parameters, gradients, optimizer state). The process's resident memory is left
 out: one process runs every method in turn, and what one frees the next reuses (notebook 12 §1
-measures it with a launch per method). The load average is printed before and after: timings on a shared machine move with it.
-Nothing is written outside a temporary folder.
+measures it with a launch per method). The load average is printed before and after: timings on a
+shared machine move with it. Nothing is written outside a temporary folder.
 """
 
 from __future__ import annotations
