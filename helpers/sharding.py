@@ -336,7 +336,8 @@ def train_rank(
     hidden: tuple[int, ...] = HIDDEN,
     steps: int = STEPS,
 ) -> None:
-    """One rank: join a gloo group, train with each of ``methods`` in turn, and save to
+    """One rank: join a gloo group, train with each of ``methods`` in turn (after a warm-up run on a
+    small model, so that ``process`` counts this model and not the imports), and save to
     ``folder/METHOD-rankR.pt`` the full weights, bytes held and moved, and seconds per step; FSDP2's
     sharded model also goes to ``folder/fsdp2-checkpoint`` (:func:`save_sharded`). Notebook 12 §1-4.
 
@@ -349,6 +350,7 @@ def train_rank(
     )
     try:
         for method in methods:
+            train_method(method, rank, world_size, (8,), 2)  # a warm-up: the first run imports and caches
             result = train_method(method, rank, world_size, hidden, steps)
             model = result.pop("model")
             if method == "fsdp2":
