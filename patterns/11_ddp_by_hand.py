@@ -25,7 +25,7 @@ def train(rank, world_size, port):
                 dist.all_reduce(p.grad, op=dist.ReduceOp.SUM)  # every rank must call it, in the same order
                 p.grad /= world_size  # the sum of the ranks' gradients -> their mean
             optimizer.step()
-        print(f"rank {rank}: weights {model.weight.flatten().tolist()} (target: all 1)")  # equal on both
+        print(f"rank {rank}: weights {model.weight.flatten().tolist()} (target: all 1)\n", end="")
     finally:
         dist.destroy_process_group()  # whatever happened above
 

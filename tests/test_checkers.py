@@ -59,6 +59,8 @@ WRONG_ANSWERS = [
     ("ex10", "ex10_exact_numbers", "ports, pids, ranks and timeouts vary"),
     ("ex11", "ex11_no_divide", "divide it by the world size"),
     ("ex11", "ex11_no_all_reduce", "all-reduce it first"),
+    ("ex12", "ex12_whole_model", "not the whole model"),
+    ("ex12", "ex12_no_all_gather", "moved only in its own slice"),
 ]
 
 # What a pass must end with where the check has a second stage (ex09: real torchrun agents, run
@@ -91,12 +93,12 @@ def test_one_checker_per_exercise_and_a_solution_for_each():
     assert sorted(m.name for m in pkgutil.iter_modules(solutions.__path__)) == EXERCISE_MODULES
 
 
-# ex06 starts 2 spawn ranks per check (a loaded 2-core machine needs a minute or more for them).
+# ex06 and ex12 start 2 spawn ranks per check (a loaded 2-core machine needs a minute or more for them).
 SLOW = pytest.mark.timeout(400)
 
 
 def _slow_where_needed(names: list[str]) -> list:
-    return [pytest.param(n, marks=SLOW) if n.startswith("ex06") else n for n in names]
+    return [pytest.param(n, marks=SLOW) if n.startswith(("ex06", "ex12")) else n for n in names]
 
 
 def _announced(exercise: str) -> bool:
@@ -138,7 +140,7 @@ DEFAULT = pytest.mark.default_start_method
 @pytest.mark.parametrize(
     ("exercise", "module", "phrase"),
     [
-        pytest.param(*w, marks=[SLOW] * (w[0] == "ex06") + [DEFAULT] * (w[1] in READ_THE_DEFAULT))
+        pytest.param(*w, marks=[SLOW] * (w[0] in ("ex06", "ex12")) + [DEFAULT] * (w[1] in READ_THE_DEFAULT))
         for w in WRONG_ANSWERS
     ],
     ids=[w[1] for w in WRONG_ANSWERS],

@@ -51,9 +51,9 @@ METHODS = multiprocessing.get_all_start_methods()
 # About 30 lines: 32, plus the 3-line ending of a bounded join and the producer's one thread (03).
 MAX_LINES = 36
 # Patterns whose run is the same whatever start method they are given: run once. mp.spawn always
-# spawns (06 takes no argument); torchrun starts a script's workers as plain subprocesses, whatever
+# spawns (06 and 12 take no argument); torchrun starts a script's workers as plain subprocesses, whatever
 # --start-method says (09). Three runs of each cost about 36 CPU-seconds for nothing.
-ONE_METHOD = {"06_ddp_spawn.py", "09_torchrun_worker.py", "11_ddp_by_hand.py"}
+ONE_METHOD = {"06_ddp_spawn.py", "09_torchrun_worker.py", "11_ddp_by_hand.py", "12_fsdp2_cpu.py"}
 RUN_TIMEOUT = 120
 ALLOWED_IMPORTS = set(sys.stdlib_module_names) | {"torch", "numpy"}
 QUEUE_NAME = re.compile(r"(^|_)(q|queue|queues)(_|$)|queue$", re.IGNORECASE)

@@ -63,3 +63,29 @@ def catches_sigusr1(_rank: int) -> bool:
     with open(f"/proc/{os.getpid()}/status") as status:
         mask = next(line for line in status if line.startswith("SigCgt:")).split()[1]
     return bool(int(mask, 16) >> (signal.SIGUSR1 - 1) & 1)
+
+
+def reload_fsdp2(rank: int, world_size: int, port: int, checkpoint: str, hidden: tuple, path: str) -> None:
+    """Load a sharded checkpoint into FSDP2 on ``world_size`` ranks; rank 0 saves the full weights and
+    every rank's number of local values (tests/test_sharding.py: another world size than the writer's)."""
+    from datetime import timedelta
+
+    import torch
+    import torch.distributed as dist
+
+    from helpers import digits, sharding
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size,
+                            timeout=timedelta(seconds=120))  # fmt: skip
+    try:
+        model, _, _ = sharding.setup_fsdp2(digits.make_model(seed=1, hidden=hidden), rank, world_size)
+        sharding.load_sharded(model, checkpoint)
+        held = torch.tensor([sum(p.to_local().numel() for p in model.parameters())])
+        every = [torch.zeros_like(held) for _ in range(world_size)]
+        dist.all_gather(every, held)
+        full = {k: v.full_tensor() for k, v in model.state_dict().items()}  # a collective
+        if rank == 0:
+            torch.save({"state": full, "held": [int(h) for h in every]}, path)
+    finally:
+        dist.destroy_process_group()

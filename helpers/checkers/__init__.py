@@ -42,6 +42,7 @@ from helpers.checkers.ex08_find_the_hang import check_ex08
 from helpers.checkers.ex09_node_roles import check_ex09
 from helpers.checkers.ex10_diagnose import check_ex10
 from helpers.checkers.ex11_gradient_hooks import check_ex11
+from helpers.checkers.ex12_zero1_step import check_ex12
 
 __all__ = [
     "CheckResult",
@@ -58,6 +59,7 @@ __all__ = [
     "check_ex09",
     "check_ex10",
     "check_ex11",
+    "check_ex12",
     "CHECKERS",
 ]
 
@@ -74,5 +76,6 @@ CHECKERS: dict[str, Callable[..., CheckResult]] = {
     "ex09": check_ex09,
     "ex10": check_ex10,
     "ex11": check_ex11,
+    "ex12": check_ex12,
 }
 """Every checker by exercise id, e.g. ``CHECKERS["ex02"]()`` checks ``exercises/ex02_shared_tensor.py``."""
