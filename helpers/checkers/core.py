@@ -38,6 +38,7 @@ __all__ = [
     "run_check",
     "run_in_child",
     "value_of",
+    "saved_by_launch",
     "resolve",
     "is_stub",
     "first_line",
@@ -318,3 +319,29 @@ def value_of(outcome: Outcome, call: str, on_timeout: str) -> object:
         raise Incorrect(on_timeout)
     raise_if_stub_error(outcome.error)
     raise Incorrect(f"{call} failed: {error_line(outcome.error) or outcome.status}")
+
+
+def saved_by_launch(
+    module_name: str, world_size: int, timeout: float, on_hang: str, nothing_saved: str
+) -> dict:
+    """Run the learner's ``launch(world_size, path)`` in a child with a deadline (:func:`run_in_child`)
+    and return what its rank 0 saved to ``path`` (``torch.load``, weights only). Raises
+    :class:`Incorrect`: with ``on_hang`` (the likely cause, in the exercise's words) when it did not
+    finish, with ``nothing_saved`` when it saved nothing.
+
+    >>> saved_by_launch("solutions.ex06_ddp_train", 2, 120, "", "")["linear.weight"].shape  # doctest: +SKIP
+    torch.Size([10, 64])
+    """
+    import torch
+
+    with tempfile.TemporaryDirectory(prefix="check-launch-") as folder:
+        path = os.path.join(folder, "saved.pt")
+        outcome = run_in_child(module_name, "launch", (world_size, path), method=FAST_METHOD, timeout=timeout)
+        if outcome.status in ("timeout", "died"):
+            raise Incorrect(
+                f"launch({world_size}, path) did not finish within {timeout:.0f} s ({outcome.status}): {on_hang}"
+            )
+        value_of(outcome, f"launch({world_size}, path)", "")
+        if not os.path.exists(path):
+            raise Incorrect(nothing_saved)
+        return torch.load(path, weights_only=True)

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from types import ModuleType
 
-from helpers.checkers.core import CheckResult, Incorrect, Report, run_check, run_in_child, value_of
-from helpers.launch import FAST_METHOD
+from helpers.checkers.core import CheckResult, Incorrect, Report, run_check, saved_by_launch
 
 __all__ = ["check_ex06"]
 
@@ -56,22 +53,13 @@ such a run's name the mistake that produced them."""
 
 def _trained_state(module: str, timeout: float) -> dict:
     """``launch(WORLD, path)`` in a child with a deadline; the ``state_dict`` rank 0 saved to ``path``."""
-    import torch
-
-    with tempfile.TemporaryDirectory(prefix="tmp-ex06-") as folder:
-        path = os.path.join(folder, "model.pt")
-        outcome = run_in_child(module, "launch", (WORLD, path), method=FAST_METHOD, timeout=timeout)
-        if outcome.status in ("timeout", "died"):
-            raise Incorrect(
-                f"launch({WORLD}, path) did not finish within {timeout:.0f} s ({outcome.status}): does every "
-                "rank join with the same port and world_size, and does init_process_group have a timeout?"
-            )
-        value_of(outcome, f"launch({WORLD}, path)", "")
-        if not os.path.exists(path):
-            raise Incorrect(
-                "nothing was saved to path: on rank 0, torch.save(model.module.state_dict(), path)"
-            )
-        state = torch.load(path, weights_only=True)
+    state = saved_by_launch(
+        module,
+        WORLD,
+        timeout,
+        "does every rank join with the same port and world_size, and does init_process_group have a timeout?",
+        "nothing was saved to path: on rank 0, torch.save(model.module.state_dict(), path)",
+    )
     if any(key.startswith("module.") for key in state):
         raise Incorrect(
             "the saved keys start with 'module.': save model.module.state_dict(), the model inside DDP, "

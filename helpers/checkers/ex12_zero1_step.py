@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 from types import ModuleType
 
-from helpers.checkers.core import CheckResult, Incorrect, Report, run_check, run_in_child, value_of
+from helpers.checkers.core import (
+    CheckResult,
+    Incorrect,
+    Report,
+    run_check,
+    run_in_child,
+    saved_by_launch,
+    value_of,
+)
 from helpers.launch import FAST_METHOD
 
 __all__ = ["check_ex12"]
@@ -67,18 +73,13 @@ def _check_shard_of(module: str, mod: ModuleType, report: Report, timeout: float
 
 def _trained(module: str, timeout: float) -> dict:
     """``launch(WORLD, path)`` in a child with a deadline; what rank 0 saved to ``path``."""
-    import torch
-
-    with tempfile.TemporaryDirectory(prefix="tmp-ex12-") as folder:
-        path = os.path.join(folder, "zero1.pt")
-        outcome = run_in_child(module, "launch", (WORLD, path), method=FAST_METHOD, timeout=timeout)
-        if outcome.status in ("timeout", "died"):
-            raise Incorrect(
-                f"launch({WORLD}, path) did not finish within {timeout:.0f} s ({outcome.status}): does every "
-                "rank call the same collectives, in the same order, with tensors of the same size?"
-            )
-        value_of(outcome, f"launch({WORLD}, path)", "")
-        return torch.load(path, weights_only=True)
+    return saved_by_launch(
+        module,
+        WORLD,
+        timeout,
+        "does every rank call the same collectives, in the same order, with tensors of the same size?",
+        "nothing was saved to path: on rank 0, torch.save({'model': ..., 'optimizer_values': ...}, path)",
+    )
 
 
 def check_ex12(module: str = "exercises.ex12_zero1_step", timeout: float = 180.0) -> CheckResult:
