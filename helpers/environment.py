@@ -42,7 +42,7 @@ __all__ = [
 # tests/test_install.py keeps them equal). The doctor says when the running torch is newer.
 TESTED_TORCH = "2.15.0"
 # The Pythons the suite runs on (oldest, newest); torch 2.15 itself needs 3.11 or newer.
-TESTED_PYTHONS = ((3, 10), (3, 14))
+TESTED_PYTHONS = ((3, 10), (3, 15))
 
 # Run in a separate interpreter so this process never initialises CUDA (that would make later
 # fork children that touch CUDA fail; see notebook 04).

@@ -148,12 +148,13 @@ def test_versions_in_the_tested_range_pass():
 
 def test_versions_outside_the_tested_range_warn():
     assert machine_checks._check_versions(python="3.9.1", torch_version="2.13.0").status == "warn"
-    assert machine_checks._check_versions(python="3.15.0", torch_version="2.15.0").status == "warn"
+    assert machine_checks._check_versions(python="3.16.0", torch_version="2.15.0").status == "warn"
     assert machine_checks._check_versions(python="3.11.7", torch_version="2.4.0").status == "warn"
     for tested in ("2.11.0", "2.14.1", "2.15.0", "2.15.0+cpu"):
         assert machine_checks._check_versions(python="3.11.7", torch_version=tested).status == "ok", tested
-    on_314 = machine_checks._check_versions(python="3.14.0", torch_version="2.15.0")
-    assert on_314.status == "ok" and (not LINUX or "forkserver" in on_314.measured)
+    for newest in ("3.14.0", "3.15.2"):  # 3.15: make unit and every notebook passed on 3.15.2
+        finding = machine_checks._check_versions(python=newest, torch_version="2.15.0")
+        assert finding.status == "ok" and (not LINUX or "forkserver" in finding.measured), newest
 
 
 def test_a_torch_newer_than_the_tested_one_says_what_to_pin():
@@ -640,10 +641,25 @@ def test_stack_dumps_pass_with_py_spy_and_ptrace_allowed():
         assert finding.status == "warn" and f"ptrace_scope {scope}" in finding.measured
 
 
-def test_stack_dumps_warn_without_py_spy(monkeypatch):
+def test_stack_dumps_warn_without_py_spy_before_python_315(monkeypatch):
     monkeypatch.setattr("helpers.debugging.py_spy_path", lambda: None)
+    monkeypatch.setattr("helpers.debugging.profiling_dump_command", lambda pid: None)
     finding = one("stack dumps")
     assert finding.status == "warn" and "py-spy not installed" in finding.measured
+    assert "profiling.sampling dump no (Python 3.15+)" in finding.measured
+
+
+def test_stack_dumps_need_no_py_spy_from_python_315(monkeypatch):
+    # Python 3.15's standard library reads a running process's stacks itself (PEP 799).
+    monkeypatch.setattr("helpers.debugging.py_spy_path", lambda: None)
+    monkeypatch.setattr("helpers.debugging.profiling_dump_command", lambda pid: ["python", "-m", "..."])
+    finding = one("stack dumps")
+    assert "py-spy not installed" in finding.measured and "profiling.sampling dump yes" in finding.measured
+    scope = machine_checks._ptrace_scope()
+    if scope in (None, 0) or machine_checks._has_cap_sys_ptrace():
+        assert finding.status == "ok"
+    else:
+        assert finding.status == "warn" and "profiling.sampling may attach only" in finding.measured
 
 
 # --- inspect() ----------------------------------------------------------------------------------------

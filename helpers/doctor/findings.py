@@ -51,7 +51,7 @@ class Finding:
 _ABOUT = {
     "python and torch": (
         "Python changes multiprocessing's defaults (3.14: forkserver on Linux) and its messages; "
-        "the series is tested on Python 3.10-3.14 with torch 2.11 to 2.15.0 (helpers.environment's "
+        "the series is tested on Python 3.10-3.15 with torch 2.11 to 2.15.0 (helpers.environment's "
         "TESTED_TORCH), and a newer torch may change what a notebook shows.",
         "Use a tested pair: if a notebook fails on a newer torch, pin the tested one "
         "(pip install torch==2.15.0, or make test TORCH_VERSION=2.15.0) and read the version notes.",
@@ -185,12 +185,14 @@ _ABOUT = {
         "pytorch#5301, pytorch#51344; Python docs 'multiprocessing: interactive interpreter'",
     ),
     "stack dumps": (
-        "When a job hangs, its Python stacks say where; py-spy reads them from outside with ptrace, "
-        "which Yama (ptrace_scope 1-3) and containers without CAP_SYS_PTRACE refuse.",
-        "pip install py-spy; docker run --cap-add SYS_PTRACE; or run workers through "
+        "When a job hangs, its Python stacks say where; py-spy reads them from outside with ptrace (as "
+        "does Python 3.15's python -m profiling.sampling dump PID), which Yama (ptrace_scope 1-3) and "
+        "containers without CAP_SYS_PTRACE refuse.",
+        "pip install py-spy (or use Python 3.15+); docker run --cap-add SYS_PTRACE; or run workers through "
         "helpers.launch.launch (faulthandler on SIGUSR1 needs no ptrace).",
         "08 §1 Where is it stuck? A stack dump on demand",
-        "py-spy README 'How do I run py-spy in Docker?', py-spy PR #459; kernel docs LSM/Yama (ptrace_scope)",
+        "py-spy README 'How do I run py-spy in Docker?', py-spy PR #459; kernel docs LSM/Yama "
+        "(ptrace_scope); Python 3.15 docs, profiling.sampling 'The dump command'",
     ),
 }
 
