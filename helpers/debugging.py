@@ -44,6 +44,7 @@ __all__ = [
     "hang_with_dump_on_signal",
     "read_stack_dump",
     "py_spy_path",
+    "profiling_dump_command",
     "EXIT_CASES",
     "exit_by",
     "sleep_for",
@@ -149,6 +150,23 @@ def py_spy_path() -> str | None:
     """
     beside = Path(sys.executable).parent / "py-spy"
     return str(beside) if beside.exists() else shutil.which("py-spy")
+
+
+def profiling_dump_command(pid: int) -> list[str] | None:
+    """The standard library's stack dump of a running process, ``python -m profiling.sampling dump
+    PID`` (Python 3.15+, PEP 799: no install, the same ptrace permission as py-spy); None before 3.15.
+
+    It prints like a traceback, the most recent call last. Used in
+    [08 · Where is it stuck?](../notebooks/08_debugging_and_pitfalls.ipynb#where-is-it-stuck-a-stack-dump-on-demand)
+    and by the doctor's "stack dumps" check.
+
+    >>> command = profiling_dump_command(1234)
+    >>> command is None or command[1:] == ["-m", "profiling.sampling", "dump", "1234"]
+    True
+    """
+    if sys.version_info < (3, 15):
+        return None
+    return [sys.executable, "-m", "profiling.sampling", "dump", str(pid)]
 
 
 # --- 2. Exit codes --------------------------------------------------------------------------------

@@ -79,7 +79,7 @@ ERROR_INDEX: tuple[IndexEntry, ...] = (
         "01_start_methods.ipynb",
         "appendix-the-error-message-across-python-versions",
         "a spawn/forkserver child cannot import a function defined in a notebook (Python 3.10-3.13; the "
-        "module's description after it differs by version; 3.14: `module '__main__' has no attribute`)",
+        "module's description after it differs by version; 3.14, 3.15: `module '__main__' has no attribute`)",
     ),
     IndexEntry(
         "current process has finished its bootstrapping phase.",

@@ -152,7 +152,9 @@ def guard_script(guarded: bool, method: str = "spawn") -> str:
     tries to start a process while still bootstrapping: the child exits with code 1. Under
     forkserver, Python up to 3.13.7 does the same in each child; from 3.13.8 and 3.14 (CPython
     gh-126631) the forkserver *server* imports the script once when it starts, fails there, and the
-    parent's ``start()`` raises (``EOFError`` on 3.13, ``ConnectionResetError`` on 3.14).
+    parent's ``start()`` raises (``EOFError`` on 3.13, ``ConnectionResetError`` on 3.14). 3.15's server
+    ignores the failure (``set_forkserver_preload(on_error="ignore")``, the default) and each child
+    fails again, with exit code 1.
     Used in [01 · The `if __name__ == "__main__":` guard](../notebooks/01_start_methods.ipynb#the-if-name-main-guard).
 
     >>> "if __name__" in guard_script(True), "if __name__" in guard_script(False)

@@ -15,6 +15,7 @@ Example::
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -52,15 +53,18 @@ def run_torchrun(
     """Run ``command`` (from :func:`torchrun_command`) with its output captured, bounded by ``timeout``.
     Notebook 06's appendix on snapshots restarts the training function under torchrun with it.
 
-    Returns the ``CompletedProcess`` (``returncode``, ``stdout`` with stderr merged in). Past the
-    timeout the agent and all its workers are killed and ``subprocess.TimeoutExpired`` is raised.
+    Returns the ``CompletedProcess`` (``returncode``, ``stdout`` with stderr merged in), plain text:
+    the command runs with ``PYTHON_COLORS=0`` and ``NO_COLOR=1`` (a Jupyter kernel sets
+    ``FORCE_COLOR=1``, which colors argparse's errors on Python 3.14+). Past the timeout the agent
+    and all its workers are killed and ``subprocess.TimeoutExpired`` is raised.
     Not run here: torchrun starts an agent and its ranks (seconds).
 
     >>> run_torchrun(torchrun_command(2, "-m", "helpers.ddp", "--snapshot", "s.pt"))  # doctest: +SKIP
     CompletedProcess(args=[...], returncode=0, stdout='...')
     """
+    plain = {**os.environ, "PYTHON_COLORS": "0", "NO_COLOR": "1"}  # text to read, not a terminal
     proc = subprocess.Popen(
-        list(command), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=cwd
+        list(command), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=cwd, env=plain
     )
     try:
         output, _ = proc.communicate(timeout=timeout)

@@ -256,6 +256,17 @@ def test_torchrun_past_its_timeout_is_killed_with_its_workers(tmp_path, monkeypa
     assert time.monotonic() - start < 4 + 30
 
 
+def test_torchrun_output_is_plain_text_in_a_kernel(monkeypatch):
+    # ipykernel sets FORCE_COLOR=1; Python 3.14+'s argparse then wraps "error:" in escape codes,
+    # and notebook 10's appendix F looks for "error: unrecognized arguments" in the output.
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    code = "import argparse, sys; argparse.ArgumentParser().parse_args(sys.argv[1:])"
+    done = run_torchrun([sys.executable, "-c", code, "--local-rank=0"], timeout=60)
+    assert done.returncode == 2
+    assert "error: unrecognized arguments: --local-rank=0" in done.stdout, done.stdout
+    assert "\x1b[" not in done.stdout
+
+
 def test_explore_world_size_is_the_widget_callback():
     import matplotlib
 

@@ -111,6 +111,26 @@ def test_py_spy_reads_a_stuck_child_or_is_absent(tmp_path):
         assert done.stderr  # not permitted here (ptrace): the reason is given
 
 
+def test_the_standard_library_dump_reads_a_stuck_child_from_python_315(tmp_path):
+    if sys.version_info < (3, 15):
+        assert dbg.profiling_dump_command(os.getpid()) is None  # profiling.sampling is new in 3.15
+        return
+    child, _dump = _stuck_child("spawn", tmp_path)
+    try:
+        assert dbg.wait_for_status(child.pid, "sleeping", timeout=60) == "sleeping"
+        command = dbg.profiling_dump_command(child.pid)
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    finally:
+        reap([child], timeout=0)
+    if done.returncode == 0:
+        # A traceback's order, unlike faulthandler's: the frame where it waits comes last.
+        assert f"PID {child.pid}" in done.stdout and "most recent call last" in done.stdout, done.stdout
+        frames = [line for line in done.stdout.splitlines() if line.startswith("  File ")]
+        assert frames[-1].endswith("in take_lock_twice"), done.stdout
+    else:
+        assert done.stderr  # not permitted here (ptrace): the reason is given
+
+
 EXPECTED = {
     "returns": 0,
     "sys.exit(3)": 3,

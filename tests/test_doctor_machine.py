@@ -427,7 +427,22 @@ def test_stack_dumps_pass_with_py_spy_and_ptrace_allowed():
         assert finding.status == "warn" and f"ptrace_scope {scope}" in finding.measured
 
 
-def test_stack_dumps_warn_without_py_spy(monkeypatch):
+def test_stack_dumps_warn_without_py_spy_before_python_315(monkeypatch):
     monkeypatch.setattr("helpers.debugging.py_spy_path", lambda: None)
+    monkeypatch.setattr("helpers.debugging.profiling_dump_command", lambda pid: None)
     finding = one("stack dumps")
     assert finding.status == "warn" and "py-spy not installed" in finding.measured
+    assert "profiling.sampling dump no (Python 3.15+)" in finding.measured
+
+
+def test_stack_dumps_need_no_py_spy_from_python_315(monkeypatch):
+    # Python 3.15's standard library reads a running process's stacks itself (PEP 799).
+    monkeypatch.setattr("helpers.debugging.py_spy_path", lambda: None)
+    monkeypatch.setattr("helpers.debugging.profiling_dump_command", lambda pid: ["python", "-m", "..."])
+    finding = one("stack dumps")
+    assert "py-spy not installed" in finding.measured and "profiling.sampling dump yes" in finding.measured
+    scope = machine_checks._ptrace_scope()
+    if scope in (None, 0) or machine_checks._has_cap_sys_ptrace():
+        assert finding.status == "ok"
+    else:
+        assert finding.status == "warn" and "profiling.sampling may attach only" in finding.measured

@@ -95,15 +95,31 @@ def test_startup_latencies_rejects_unknown_methods():
 def test_guard_script_without_guard_fails_in_the_child_and_with_guard_works(method):
     # A spawn child re-runs an unguarded script's top level (multiprocessing.spawn.prepare). So does
     # each forkserver child up to Python 3.13.7; from 3.13.8/3.14 (gh-126631) the forkserver server
-    # imports the script once and fails there, and the parent's start() raises.
+    # imports the script once and fails there, and the parent's start() raises. 3.15's server ignores
+    # that failure (set_forkserver_preload's new on_error="ignore"), and each child fails again.
     unguarded = run_python_script(sm.guard_script(guarded=False, method=method), timeout=60)
     assert "bootstrapping phase" in unguarded.stderr
-    if method == "forkserver" and sys.version_info >= (3, 13, 8):
+    if method == "forkserver" and (3, 13, 8) <= sys.version_info < (3, 15):
         assert unguarded.returncode == 1 and unguarded.stdout == ""
     else:
         assert "parent: child exit code 1" in unguarded.stdout
     guarded = run_python_script(sm.guard_script(guarded=True, method=method), timeout=60)
     assert guarded.stdout.splitlines() == ["child: work() ran", "parent: child exit code 0"]
+
+
+@pytest.mark.skipif(
+    "forkserver" not in METHODS or sys.version_info < (3, 15), reason="on_error is new in Python 3.15"
+)
+def test_a_failed_preload_raises_in_the_parent_with_on_error_fail_from_python_315():
+    # Notebook 01's forkserver appendix: on 3.15, on_error="fail" brings back 3.14's error at start().
+    ctx_line = "ctx = mp.get_context('forkserver')\n"
+    script = sm.guard_script(guarded=False, method="forkserver")
+    fail = 'ctx.set_forkserver_preload(["__main__"], on_error="fail")\n'
+    strict = script.replace(ctx_line, ctx_line + fail)
+    assert strict != script
+    done = run_python_script(strict, timeout=60)
+    assert done.returncode == 1 and done.stdout == "", done
+    assert "bootstrapping phase" in done.stderr and "ConnectionResetError" in done.stderr
 
 
 def test_set_start_method_twice_raises_and_get_context_does_not():

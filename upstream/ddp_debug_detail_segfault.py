@@ -3,7 +3,10 @@
 Two CPU ranks, a Linear(4, 1), nothing else. With TORCH_DISTRIBUTED_DEBUG=OFF or INFO it runs; with
 DETAIL each rank dies inside DDP's constructor (faulthandler: `_ddp_init_helper`, the line that calls
 `self.logger.set_construction_data_and_log`). Plain collectives under DETAIL work. Seen with torch
-2.15.0 (PyPI) and 2.13.0+cpu, Python 3.11, Linux x86-64, fork and spawn alike.
+2.15.0 (PyPI) and 2.13.0+cpu, Python 3.11, Linux x86-64, fork and spawn alike; torch 2.15.0 on
+Python 3.15.2: spawn and forkserver crash, and so do ranks forked from a parent that had not
+imported torch._dynamo, but ranks forked after the parent imported it survived 9 of 10 runs (the
+native frame of the crash: c10d::Logger::set_env_variables).
 
 Run: python ddp_debug_detail_segfault.py [OFF|INFO|DETAIL]  (default DETAIL)
 Prints the torch version, then a verdict line; exits 1 where a rank crashed, 0 where it did not.

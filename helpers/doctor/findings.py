@@ -196,12 +196,14 @@ _ABOUT = {
         "pytorch#5301, pytorch#51344; Python docs 'multiprocessing: interactive interpreter'",
     ),
     "stack dumps": (
-        "When a job hangs, its Python stacks say where; py-spy reads them from outside with ptrace, "
-        "which Yama (ptrace_scope 1-3) and containers without CAP_SYS_PTRACE refuse.",
-        "pip install py-spy; docker run --cap-add SYS_PTRACE; or run workers through "
+        "When a job hangs, its Python stacks say where; py-spy reads them from outside with ptrace (as "
+        "does Python 3.15's python -m profiling.sampling dump PID), which Yama (ptrace_scope 1-3) and "
+        "containers without CAP_SYS_PTRACE refuse.",
+        "pip install py-spy (or use Python 3.15+); docker run --cap-add SYS_PTRACE; or run workers through "
         "helpers.launch.launch (faulthandler on SIGUSR1 needs no ptrace).",
         "[08 · Where is it stuck?](../notebooks/08_debugging_and_pitfalls.ipynb#where-is-it-stuck-a-stack-dump-on-demand)",
-        "py-spy README 'How do I run py-spy in Docker?', py-spy PR #459; kernel docs LSM/Yama (ptrace_scope)",
+        "py-spy README 'How do I run py-spy in Docker?', py-spy PR #459; kernel docs LSM/Yama "
+        "(ptrace_scope); Python 3.15 docs, profiling.sampling 'The dump command'",
     ),
 }
 

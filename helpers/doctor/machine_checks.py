@@ -416,15 +416,18 @@ def _has_cap_sys_ptrace() -> bool:
 
 
 def _check_stack_dumps() -> Finding:
-    from helpers.debugging import py_spy_path
+    from helpers.debugging import profiling_dump_command, py_spy_path
 
     spy, scope, cap = py_spy_path(), _ptrace_scope(), _has_cap_sys_ptrace()
+    stdlib = profiling_dump_command(os.getpid()) is not None  # Python 3.15+
     measured = (
-        f"py-spy {spy or 'not installed'}; Yama ptrace_scope {'absent' if scope is None else scope}; "
-        f"CAP_SYS_PTRACE {'yes' if cap else 'no'}"
+        f"py-spy {spy or 'not installed'}; python -m profiling.sampling dump "
+        f"{'yes' if stdlib else 'no (Python 3.15+)'}; "
+        f"Yama ptrace_scope {'absent' if scope is None else scope}; CAP_SYS_PTRACE {'yes' if cap else 'no'}"
     )
-    if spy is None:
+    if spy is None and not stdlib:
         return finding("stack dumps", "warn", measured)
     if scope == 3 or (scope in (1, 2) and not cap):
-        return finding("stack dumps", "warn", measured + ": py-spy may attach only to its own children")
+        tool = "py-spy" if spy else "profiling.sampling"
+        return finding("stack dumps", "warn", measured + f": {tool} may attach only to its own children")
     return finding("stack dumps", "ok", measured)
