@@ -70,6 +70,12 @@ def texts() -> list[tuple[str, Path, str]]:
     return found
 
 
+def shown(file: Path) -> Path:
+    """A path as a message shows it: relative to the repository when inside it (CI's temporary
+    directory is, under .venv/)."""
+    return file.relative_to(ROOT) if file.is_relative_to(ROOT) else file
+
+
 def broken(target: str, base: Path, own: Path | None = None) -> str | None:
     """Why the link ``target``, written in a file whose links are relative to ``base``, points
     nowhere; None when it resolves (or is a web or mail link, which this test does not fetch).
@@ -81,7 +87,7 @@ def broken(target: str, base: Path, own: Path | None = None) -> str | None:
     if file is None:
         return f"{target}: a fragment with no notebook to look it up in"
     if not file.exists():
-        return f"{target}: no file {file.relative_to(ROOT) if file.is_relative_to(ROOT) else file}"
+        return f"{target}: no file {shown(file)}"
     if fragment and file.suffix == ".ipynb" and fragment not in anchors(file):
         return f"{target}: {file.name} has no section with the id {fragment!r}"
     if fragment and file.suffix != ".ipynb":
@@ -133,7 +139,7 @@ def test_the_check_finds_a_broken_link_a_missing_file_and_a_number(tmp_path):
     )
     assert problems_in("probe", tmp_path, text, own=notebook) == [
         "probe: 98_probe.ipynb#stopp: 98_probe.ipynb has no section with the id 'stopp'",
-        f"probe: 97_gone.ipynb#start: no file {tmp_path / '97_gone.ipynb'}",
+        f"probe: 97_gone.ipynb#start: no file {shown(tmp_path / '97_gone.ipynb')}",
         "probe: #nowhere: 98_probe.ipynb has no section with the id 'nowhere'",
         "probe:3: names a section by its number: Also notebook 98 section 2, and 98 §1.",
     ]
