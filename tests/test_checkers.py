@@ -93,12 +93,13 @@ def test_one_checker_per_exercise_and_a_solution_for_each():
     assert sorted(m.name for m in pkgutil.iter_modules(solutions.__path__)) == EXERCISE_MODULES
 
 
-# ex06 and ex12 start 2 spawn ranks per check (a loaded 2-core machine needs a minute or more for them).
+# ex06 and ex12 start 2 spawn ranks per check, ex02 spawn and forkserver workers (a loaded 2-core
+# machine needs a minute or more for them: ex02's spawn run passed its 60 s in 71 s at load 10).
 SLOW = pytest.mark.timeout(400)
 
 
 def _slow_where_needed(names: list[str]) -> list:
-    return [pytest.param(n, marks=SLOW) if n.startswith(("ex06", "ex12")) else n for n in names]
+    return [pytest.param(n, marks=SLOW) if n.startswith(("ex02", "ex06", "ex12")) else n for n in names]
 
 
 def _announced(exercise: str) -> bool:

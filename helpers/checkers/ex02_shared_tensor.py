@@ -67,7 +67,7 @@ def _count(mod: ModuleType, method: str, nprocs: int, n: int, timeout: float, wo
 
 def check_ex02(
     module: str = "exercises.ex02_shared_tensor",
-    timeout: float = 60.0,
+    timeout: float = 120.0,
     methods: tuple[str, ...] = ("fork", "spawn"),
     nprocs: int = 4,
     n: int = 1000,
