@@ -35,34 +35,13 @@ from helpers.ddp import free_port
 from helpers.field_guide import ERROR_INDEX, error_index_markdown, reduce_metric
 from helpers.launch import spawn_with_deadline
 from helpers.processes import run_python_script
+from tests.error_messages import entry_for as _entry
+from tests.error_messages import matches as _matches
 from tools.notebook_model import read_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 LINUX_FORK = sys.platform == "linux" and "fork" in mp.get_all_start_methods()
 needs_fork = pytest.mark.skipif(not LINUX_FORK, reason="the ranks are forked (Linux)")
-
-
-def _entry(case_words: str):
-    (entry,) = [e for e in ERROR_INDEX if case_words in e.message]
-    return entry
-
-
-def _matches(printed: str, message: str) -> bool:
-    """True when ``message`` occurs in ``printed``, with any numbers and any runs of whitespace.
-
-    >>> _matches("RuntimeError: Timed out waiting 3000ms for recv", "Timed out waiting 5000ms for recv")
-    True
-    >>> _matches("port: 80, code: -98", "port: 29500, code: -99")
-    False
-    """
-    pattern = r"\s+".join(re.sub(r"\d+", r"\\d+", re.escape(word)) for word in message.split())
-    return re.search(pattern, " ".join(printed.split())) is not None and _same_errno(printed, message)
-
-
-def _same_errno(printed: str, message: str) -> bool:
-    """Error numbers (``code: -98``, ``[Errno 24]``, ``(28)``) must be the same, not any number."""
-    codes = re.compile(r"code: -?\d+|\[Errno \d+\]|\(\d+\)$")
-    return set(codes.findall(message)) <= set(codes.findall(" ".join(printed.split())))
 
 
 @pytest.mark.parametrize("entry", ERROR_INDEX, ids=lambda e: f"{e.notebook[:2]} {e.section}")
