@@ -232,13 +232,14 @@ _ABOUT = {
         "A CUDA tensor sent through a torch Queue is shared by CUDA IPC, which Windows builds do not "
         "support. With PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True the receiver takes the sender's "
         "file descriptors with pidfd_getfd, which needs ptrace permission: Yama (ptrace_scope 1 allows "
-        "only a process's descendants, 2 needs CAP_SYS_PTRACE, 3 none) or a container without "
-        "CAP_SYS_PTRACE refuses it ('pidfd_getfd: Operation not permitted').",
+        "only a process's descendants, 2 needs CAP_SYS_PTRACE, 3 none) or a container's seccomp filter "
+        "without CAP_SYS_PTRACE (Docker's default) refuses it ('pidfd_getfd: Operation not permitted').",
         "Leave expandable_segments off in processes that share CUDA tensors (or "
         "torch.cuda.memory._set_allocator_settings('expandable_segments:False') around them); or allow "
         "ptrace (docker run --cap-add SYS_PTRACE; ptrace_scope 0); on Windows send CPU tensors.",
         "[04 · Appendix: CUDA tensors between processes](../notebooks/04_fork_and_cuda.ipynb#appendix-cuda-tensors-between-processes)",
-        "c10/cuda/CUDACachingAllocator.cpp (ExpandableSegment::fromShared); kernel docs pidfd_getfd(2)",
+        "c10/cuda/CUDACachingAllocator.cpp (ExpandableSegment::fromShared); moby "
+        "profiles/seccomp/default.json; PyTorch docs 'Windows FAQ: CUDA IPC operations'",
     ),
     "gloo interface": (
         "Without GLOO_SOCKET_IFNAME, gloo binds the address this host's name resolves to; a name that "

@@ -136,8 +136,17 @@ def _expandable_segments(env: Mapping[str, str]) -> bool:
     return bool(re.search(r"expandable_segments\s*:\s*(true|1)", conf, re.I))
 
 
-def _ptrace_refusal(scope: int | None, cap: bool) -> str | None:
+def _seccomp_filtered(proc: str) -> bool:
+    """Whether a seccomp filter confines this process (``Seccomp: 2``), as a container's runtime sets one."""
+    status = Path(proc, "self/status")
+    text = status.read_text() if status.is_file() else ""
+    return bool(re.search(r"^Seccomp:\s*2\s*$", text, re.M))
+
+
+def _ptrace_refusal(scope: int | None, cap: bool, seccomp: bool = False) -> str | None:
     """Why pidfd_getfd from a receiving process may be refused, or None."""
+    if seccomp and not cap:
+        return "a seccomp filter without CAP_SYS_PTRACE (Docker's default profile allows pidfd_getfd only with it)"
     if scope == 3:
         return "Yama ptrace_scope 3: no process may take another's file descriptors"
     if scope == 2 and not cap:
@@ -163,10 +172,10 @@ def _check_cuda_ipc(
         return finding("CUDA IPC", "ok", "this torch is a CPU build: no CUDA tensors to share")
     if platform == "win32":
         return finding("CUDA IPC", "warn", f"CUDA {cuda} on Windows, where CUDA IPC is not supported")
-    scope, cap = ptrace_scope(proc), has_cap_sys_ptrace(proc)
+    scope, cap, seccomp = ptrace_scope(proc), has_cap_sys_ptrace(proc), _seccomp_filtered(proc)
     measured = (
         f"CUDA {cuda} on {platform}; Yama ptrace_scope {'absent' if scope is None else scope}; "
-        f"CAP_SYS_PTRACE {'yes' if cap else 'no'}"
+        f"CAP_SYS_PTRACE {'yes' if cap else 'no'}; seccomp filter {'yes' if seccomp else 'no'}"
     )
     if not _expandable_segments(env):
         return finding(
@@ -177,7 +186,7 @@ def _check_cuda_ipc(
         return finding(
             "CUDA IPC", "warn", measured + ", but TORCH_CUDA_EXPANDABLE_SEGMENTS_IPC=0 disables them"
         )
-    refusal = _ptrace_refusal(scope, cap)
+    refusal = _ptrace_refusal(scope, cap, seccomp)
     return finding("CUDA IPC", "warn" if refusal else "ok", measured + (f": {refusal}" if refusal else ""))
 
 
