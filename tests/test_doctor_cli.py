@@ -31,8 +31,14 @@ def test_every_finding_says_why_the_fix_where_it_is_taught_and_what_it_prevents(
 @pytest.mark.default_start_method
 def test_a_fresh_command_line_says_n_a_for_per_process_checks_instead_of_passing():
     findings = {f.name: f for f in check(this_process=False)}
-    per_process = ["threads before fork", "CUDA initialised", "leftover children", "Jupyter kernel"]
-    assert [findings[name].status for name in per_process] == ["n/a"] * 4
+    per_process = [
+        "threads before fork",
+        "CUDA initialised",
+        "leftover children",
+        "Jupyter kernel",
+        "main thread",
+    ]
+    assert [findings[name].status for name in per_process] == ["n/a"] * 5
     assert all(findings[name].status != "n/a" for name in findings if name not in per_process)
 
 
@@ -93,6 +99,14 @@ def test_the_command_line_under_ulimit_64_reports_the_open_file_limit():
     done = doctor_cli("--only", "open files", "--brief", shell_prefix="ulimit -n 64 && ")
     assert done.returncode == 1, done.stderr
     assert "fail    open files  soft limit 64" in done.stdout
+
+
+@linux_only
+def test_the_command_line_takes_the_shared_tensors_the_nodes_and_the_backend():
+    done = doctor_cli("--shared-tensors", str(10**6), "--only", "memory maps", "--brief")
+    assert done.returncode == 1 and "fail    memory maps" in done.stdout, done.stdout + done.stderr
+    done = doctor_cli("--nnodes", "2", "--backend", "nccl", "--only", "gloo interface", "--brief")
+    assert done.returncode == 0 and "2 node(s), backend nccl" in done.stdout, done.stdout + done.stderr
 
 
 def test_inspect_of_a_missing_pid_is_bad_input_and_the_cli_says_so_in_one_line():

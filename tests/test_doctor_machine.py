@@ -17,7 +17,8 @@ import pytest
 import torch
 
 from helpers import environment
-from helpers.doctor import Finding, findings, machine_checks
+from helpers.doctor import Finding, findings, machine_checks, platform_checks
+from helpers.processes import run_python_script
 from tests.doctor_support import LINUX, ROOT, check_in_fresh_interpreter, linux_only, one, stop
 
 # --- Python, torch and the start method -----------------------------------------------------------
@@ -420,8 +421,8 @@ def test_a_segment_a_live_process_still_maps_is_not_stale():
 
 def test_stack_dumps_pass_with_py_spy_and_ptrace_allowed():
     finding = one("stack dumps")
-    scope = machine_checks._ptrace_scope()
-    if scope in (None, 0) or machine_checks._has_cap_sys_ptrace():
+    scope = machine_checks.ptrace_scope()
+    if scope in (None, 0) or machine_checks.has_cap_sys_ptrace():
         assert finding.status == "ok" and "py-spy /" in finding.measured
     else:
         assert finding.status == "warn" and f"ptrace_scope {scope}" in finding.measured
@@ -441,8 +442,155 @@ def test_stack_dumps_need_no_py_spy_from_python_315(monkeypatch):
     monkeypatch.setattr("helpers.debugging.profiling_dump_command", lambda pid: ["python", "-m", "..."])
     finding = one("stack dumps")
     assert "py-spy not installed" in finding.measured and "profiling.sampling dump yes" in finding.measured
-    scope = machine_checks._ptrace_scope()
-    if scope in (None, 0) or machine_checks._has_cap_sys_ptrace():
+    scope = machine_checks.ptrace_scope()
+    if scope in (None, 0) or machine_checks.has_cap_sys_ptrace():
         assert finding.status == "ok"
     else:
         assert finding.status == "warn" and "profiling.sampling may attach only" in finding.measured
+
+
+# --- Memory maps, logind's RemoveIPC, CUDA IPC, the address gloo binds -----------------------------
+
+# A child uses up its memory maps (one page each) until {left} are left, as a process holding many shared
+# tensors does: vm.max_map_count itself is system-wide, so it stays as it is. Then the doctor, then torch.
+_SHORT_OF_MAPS = """
+import mmap, os, re, torch
+from helpers.doctor import check
+check(only=["memory maps"], shared_tensors=1)  # its imports happen before the maps run out
+def in_use():
+    with open("/proc/self/maps", "rb") as maps:
+        return sum(1 for _ in maps)
+limit = int(open("/proc/sys/vm/max_map_count").read())
+held = [mmap.mmap(-1, mmap.PAGESIZE) for _ in range(max(0, limit - in_use() - {left}))]
+(finding,) = check(only=["memory maps"], shared_tensors={need})
+print("FINDING", finding.status, finding.measured)
+tensors, error = [], ""
+try:
+    for _ in range({need}):
+        tensors.append(torch.zeros(4).share_memory_())
+except RuntimeError as caught:
+    error = str(caught).splitlines()[0]
+    segment = re.search(r"from file <(/torch_[^>]+)>", error)  # torch leaves the segment it could not map
+    if segment and os.path.exists("/dev/shm" + segment.group(1)):
+        os.unlink("/dev/shm" + segment.group(1))
+print("SHARED", len(tensors), "ERROR", error)
+"""
+
+
+def _short_of_maps(left: int, need: int) -> tuple[str, int, str]:
+    done = run_python_script(_SHORT_OF_MAPS.format(left=left, need=need), timeout=120)
+    finding = next(line for line in done.stdout.splitlines() if line.startswith("FINDING"))
+    shared = next(line for line in done.stdout.splitlines() if line.startswith("SHARED"))
+    return finding, int(shared.split()[1]), shared.partition(" ERROR ")[2]
+
+
+@linux_only
+def test_a_process_short_of_memory_maps_fails_and_torch_fails_to_share_as_it_says():
+    finding, shared, error = _short_of_maps(left=300, need=400)
+    assert finding.startswith("FINDING fail") and "the job needs 400" in finding, finding
+    assert shared < 400 and "unable to mmap 16 bytes from file </torch_" in error, error
+    assert error.endswith("Cannot allocate memory (12)"), error
+
+
+@linux_only
+def test_a_process_with_maps_to_spare_passes_and_shares_every_tensor():
+    finding, shared, error = _short_of_maps(left=100_000, need=400)  # nothing used up
+    assert finding.startswith("FINDING ok"), finding
+    assert (shared, error) == (400, "")
+    assert "pass --shared-tensors N" in one("memory maps").measured  # the need defaults to a DataLoader's
+    assert platform_checks._check_memory_maps(10, proc="/no/such/proc").status == "n/a"
+
+
+def _logind_root(root: Path, conf: str = "", user_min: int = 1000) -> Path:
+    """A root laid out as logind reads it: systemd as the init, logind.conf with its commented default."""
+    (root / "run/systemd/system").mkdir(parents=True)
+    (root / "etc/systemd/logind.conf.d").mkdir(parents=True)
+    (root / "etc/systemd/logind.conf").write_text("[Login]\n#RemoveIPC=yes\n" + conf)
+    (root / "etc/login.defs").write_text(f"UID_MIN\t\t\t {user_min}\n")
+    return root
+
+
+def test_remove_ipc_warns_for_a_user_who_does_not_linger_and_passes_otherwise(tmp_path):
+    """A fake root: logind's settings and the end of a login session cannot be made on a test machine
+    (systemd is not even the init in CI's container); the files are laid out as logind reads them."""
+    root = _logind_root(tmp_path)
+    warned = platform_checks._check_remove_ipc(str(root), uid=1001, user="alice")
+    assert warned.status == "warn" and "RemoveIPC=yes (the default in" in warned.measured, warned
+    assert "lingering no" in warned.measured and "enable-linger" in warned.fix
+    assert (
+        platform_checks._check_remove_ipc(str(root), uid=999, user="daemon").status == "ok"
+    )  # a system user
+    (root / "var/lib/systemd/linger").mkdir(parents=True)
+    (root / "var/lib/systemd/linger/alice").touch()
+    assert platform_checks._check_remove_ipc(str(root), uid=1001, user="alice").status == "ok"
+    (root / "etc/systemd/logind.conf.d/50-ipc.conf").write_text("[Login]\nRemoveIPC=no\n")
+    kept = platform_checks._check_remove_ipc(str(root), uid=1002, user="bob")
+    assert kept.status == "ok" and "RemoveIPC=no" in kept.measured and "50-ipc.conf" in kept.measured
+    assert platform_checks._check_remove_ipc(str(tmp_path / "no-systemd"), uid=1001).status == "ok"
+
+
+def _proc_root(root: Path, scope: int | None, cap: bool, seccomp: int = 0) -> str:
+    if scope is not None:  # None: a kernel without Yama
+        (root / "sys/kernel/yama").mkdir(parents=True)
+        (root / "sys/kernel/yama/ptrace_scope").write_text(f"{scope}\n")
+    (root / "self").mkdir()
+    (root / "self/status").write_text(f"CapEff:\t{(1 << 19) if cap else 0:016x}\nSeccomp:\t{seccomp}\n")
+    return str(root)
+
+
+@pytest.mark.parametrize(
+    ("scope", "cap", "conf", "status"),
+    [
+        (1, False, "expandable_segments:True", "warn"),  # a child receiving from its parent is refused
+        (None, False, "expandable_segments:True", "warn"),  # no Yama, but Docker's seccomp filter
+        (2, False, "expandable_segments:True", "warn"),
+        (3, True, "expandable_segments:True", "warn"),
+        (2, True, "expandable_segments:True", "ok"),
+        (0, False, "expandable_segments:True", "ok"),
+        (3, False, "max_split_size_mb:128", "ok"),  # cudaMalloc segments: cudaIpc handles, no ptrace
+    ],
+)
+def test_cuda_ipc_of_expandable_segments_needs_ptrace(tmp_path, scope, cap, conf, status):
+    """A fake procfs: Yama's setting is system-wide (and absent here), and no GPU is needed to read what
+    decides it; torch's pidfd_getfd call (c10/cuda/CUDACachingAllocator.cpp) is where it fails."""
+    env = {"PYTORCH_CUDA_ALLOC_CONF": conf}
+    proc = _proc_root(tmp_path, scope, cap, seccomp=2 if scope is None else 0)
+    found = platform_checks._check_cuda_ipc(proc, env, "linux", cuda="13.0")
+    assert found.status == status, found
+    assert (
+        f"ptrace_scope {'absent' if scope is None else scope}" in found.measured
+        and "pidfd_getfd" in found.why
+    )
+    assert ("seccomp filter yes" in found.measured) == (scope is None)
+
+
+def test_cuda_ipc_is_not_on_windows_nor_with_ipc_handles_disabled_and_a_cpu_build_needs_none(tmp_path):
+    proc = _proc_root(tmp_path, 0, False)
+    assert platform_checks._check_cuda_ipc(proc, {}, "win32", cuda="12.8").status == "warn"
+    disabled = {
+        "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True",
+        "TORCH_CUDA_EXPANDABLE_SEGMENTS_IPC": "0",
+    }
+    assert platform_checks._check_cuda_ipc(proc, disabled, "linux", cuda="13.0").status == "warn"
+    cpu_build = platform_checks._check_cuda_ipc(proc, {}, "linux", cuda=None)
+    assert cpu_build.status == "ok" and cpu_build.measured.endswith("no CUDA tensors to share")
+
+
+def test_a_hostname_that_resolves_to_loopback_fails_gloo_on_several_nodes_only(monkeypatch):
+    # "localhost" resolves to loopback everywhere: the real lookup a Debian host's 127.0.1.1 name gets.
+    monkeypatch.delenv("GLOO_SOCKET_IFNAME", raising=False)
+    check_gloo = platform_checks._check_gloo_interface
+    several = check_gloo(2, None, 5.0, hostname="localhost")
+    assert several.status == "fail" and "hostname localhost -> " in several.measured, several
+    assert check_gloo(1, None, 5.0, hostname="localhost").status == "ok"
+    assert check_gloo(2, "nccl", 5.0, hostname="localhost").status == "ok"  # no gloo group
+    assert check_gloo(2, None, 5.0, hostname="no-such-host.invalid").status == "fail"  # gloo uses 127.0.0.1
+    monkeypatch.setenv("GLOO_SOCKET_IFNAME", "lo")
+    assert check_gloo(2, None, 5.0).status == "fail"  # the loopback interface, named
+    monkeypatch.setenv("GLOO_SOCKET_IFNAME", "no-such-interface0")
+    assert check_gloo(1, None, 5.0).status == "fail"
+    for name, nics in psutil.net_if_addrs().items():  # an interface off loopback, where there is one
+        if any(a.family == socket.AF_INET and not a.address.startswith("127.") for a in nics):
+            monkeypatch.setenv("GLOO_SOCKET_IFNAME", name)
+            assert check_gloo(2, None, 5.0, hostname="localhost").status == "ok"
+            break

@@ -313,3 +313,28 @@ def test_inspect_says_a_zombie_has_exited_and_waits_for_its_parent():
 @linux_only
 def test_workers_started_by_launch_register_the_stack_dump():
     assert launch(workers.catches_sigusr1, nprocs=1, method="spawn") == [True]
+
+
+# --- The thread check() runs on -------------------------------------------------------------------
+
+
+def test_check_on_the_main_thread_passes_and_on_another_thread_warns():
+    import signal
+    import threading
+
+    assert one("main thread").status == "ok"
+    found, refused = [], []
+
+    def off_main() -> None:
+        found.extend(doctor.check(only=["main thread"]))
+        try:  # what a launcher started here meets: Python installs handlers on the main thread only
+            signal.signal(signal.SIGTERM, signal.getsignal(signal.SIGTERM))
+        except ValueError as error:
+            refused.append(str(error))
+
+    thread = threading.Thread(target=off_main, name="launcher")
+    thread.start()
+    thread.join(60)
+    assert found[0].status == "warn" and "thread 'launcher'" in found[0].measured, found
+    assert refused and "main thread" in refused[0]
+    assert one("main thread", pid=os.getpid()).status == "n/a"  # which thread launches is not visible outside

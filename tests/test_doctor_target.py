@@ -184,3 +184,108 @@ def test_an_import_that_calls_is_available_is_named_on_a_gpu(module_dir):
         "import torch\nDEVICE = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
     )
     assert target_checks._which_imports_initialise_cuda(["doctor_is_available"]) == ["doctor_is_available"]
+
+
+# --- Backends, and a launcher run in a thread (read from the target's source) ---------------------
+
+
+def test_the_backends_this_torch_has_are_facts_and_pass_when_nothing_missing_is_named():
+    import torch.distributed as dist
+
+    finding = one("backends", backend="gloo")
+    assert (
+        finding.status == "ok" and f"gloo {'yes' if dist.is_gloo_available() else 'no'}" in finding.measured
+    )
+    assert "TCPStore: libuv" in finding.measured  # Linux wheels have it
+
+
+@pytest.mark.skipif(torch.distributed.is_mpi_available(), reason="this torch has MPI")
+def test_a_backend_this_torch_lacks_fails_named_or_in_the_targets_source(module_dir):
+    named = one("backends", backend="cpu:gloo,cuda:mpi")
+    assert named.status == "fail" and named.measured.endswith("this torch has no mpi"), named
+    (module_dir / "doctor_mpi_target.py").write_text(
+        "import torch.distributed as dist\n"
+        "def work(rank):\n    dist.init_process_group(backend='mpi', rank=rank, world_size=1)\n"
+    )
+    (module_dir / "doctor_gloo_target.py").write_text(
+        "import torch.distributed as dist\ndef work(rank):\n    dist.init_process_group('gloo')\n"
+    )
+    from_source = one("backends", target="doctor_mpi_target:work")
+    assert from_source.status == "fail" and "doctor_mpi_target.py" in from_source.measured, from_source
+    assert one("backends", target="doctor_gloo_target:work").status == "ok"
+
+
+def test_a_torch_built_without_libuv_warns_unless_use_libuv_is_0(monkeypatch):
+    # Windows wheels are built without libuv; Linux ones have it, so the constructor is replaced by one
+    # that raises what torch's raises there (the message is libtorch_cpu's, verified with strings).
+    def no_libuv(*args, **kwargs):
+        raise RuntimeError(
+            "use_libuv was requested but PyTorch was built without libuv support, run with USE_LIBUV=0 to disable it."
+        )
+
+    monkeypatch.setattr(torch.distributed, "TCPStore", no_libuv)
+    monkeypatch.delenv("USE_LIBUV", raising=False)
+    without = one("backends")
+    assert without.status == "warn" and "built without libuv" in without.measured, without
+    monkeypatch.setenv("USE_LIBUV", "0")
+    assert one("backends").status == "ok"
+
+
+_THREAD_LAUNCH = """\
+import logging, sys, tempfile, threading
+from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs, start_processes
+
+def work(rank):
+    return rank
+
+def launch():
+    with tempfile.TemporaryDirectory() as folder:
+        context = start_processes("doctor", sys.executable, {0: ("-c", "pass")}, {0: {}}, DefaultLogsSpecs(folder))
+        try:
+            print("EXIT", context.wait(timeout=60).return_values, flush=True)
+        finally:
+            context.close()
+
+def start():
+    LAUNCH
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.WARNING)
+    start()
+"""
+
+
+@pytest.mark.parametrize("start", ["threading.Thread(target=launch).start()", "launch()"])
+def test_a_launcher_run_by_a_thread_warns_and_torchelastic_then_installs_no_signal_handlers(
+    module_dir, start
+):
+    """Reproduced: torchelastic's start_processes, run by a Thread, logs that it could not register its
+    signal handlers; called on the main thread it registers them and the doctor passes."""
+    name = "doctor_thread_launch" if "Thread" in start else "doctor_main_launch"
+    script = module_dir / f"{name}.py"
+    script.write_text(_THREAD_LAUNCH.replace("LAUNCH", start))
+    finding = one("launch in a thread", target=f"{name}:work")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert "EXIT {0: None}" in done.stdout, done.stdout + done.stderr
+    refused = "Failed to register signal handlers since torchelastic is running on a child thread"
+    if "Thread" in start:
+        assert finding.status == "warn" and "a Thread runs start(), which calls" not in finding.measured
+        assert "a Thread runs launch(), which calls start_processes" in finding.measured, finding
+        assert refused in done.stderr
+    else:
+        assert finding.status == "ok" and refused not in done.stderr, finding
+
+
+def test_a_launch_reached_through_another_function_or_a_thread_subclass_is_found(module_dir):
+    (module_dir / "doctor_indirect_launch.py").write_text(
+        "import threading\nimport torch.multiprocessing as mp\n"
+        "def work(rank):\n    return rank\n"
+        "def train():\n    mp.spawn(work, nprocs=2)\n"
+        "def runner():\n    train()\n"
+        "class Launcher(threading.Thread):\n    def run(self):\n        train()\n"
+        "def main():\n    threading.Thread(target=runner, daemon=True).start()\n"
+    )
+    finding = one("launch in a thread", target="doctor_indirect_launch:work")
+    assert finding.status == "warn", finding
+    assert "runner(), which calls spawn (through train())" in finding.measured
+    assert "a Thread runs run(), which calls spawn (through train())" in finding.measured

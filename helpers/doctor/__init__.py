@@ -4,7 +4,9 @@ The failures people hit most with ``torch.multiprocessing`` are known in advance
 measured before a launch: a worker that a spawn/forkserver child cannot import, OpenMP threads
 already running when the parent forks, CUDA initialised before fork, ``/dev/shm`` too small
 (Docker's 64 MB), an open-file limit too low for the ``file_descriptor`` sharing strategy, an
-unresolvable hostname or a busy ``MASTER_PORT``, leftover children and stale shared memory.
+unresolvable hostname or a busy ``MASTER_PORT``, leftover children and stale shared memory; and the
+limits beyond them: memory maps against ``vm.max_map_count``, logind's ``RemoveIPC``, the backends this
+torch has, CUDA IPC under ptrace rules, gloo's address across nodes, a launcher run off the main thread.
 :func:`check` measures each and returns :class:`Finding` objects; :func:`inspect` reports every
 process of a stuck job's tree with its state, what it waits on and its Python stack.
 

@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from helpers.doctor.findings import CHECKS, DEFAULT_SHM_NEED, DoctorError, Finding
 from helpers.doctor.inspector import process_checks_for
 from helpers.doctor.machine_checks import machine_checks_for
+from helpers.doctor.platform_checks import platform_checks_for
 from helpers.doctor.target_checks import target_checks_for
 from helpers.section_links import as_plain_text
 
@@ -28,6 +29,9 @@ def check(
     master_addr: str | None = None,
     master_port: int | None = None,
     imports: Sequence[str] = (),
+    shared_tensors: int | None = None,
+    nodes: int = 1,
+    backend: str | None = None,
     only: Sequence[str] | None = None,
     timeout: float = 30.0,
 ) -> list[Finding]:
@@ -44,6 +48,10 @@ def check(
       (bytes): the job's memory (default: ``processes`` x ``DEFAULT_WORKER_MEM``);
       ``master_addr``/``master_port``: the rendezvous (default: MASTER_ADDR/MASTER_PORT, else
       torchrun's ports 29500 and 29400); ``imports``: modules to test for CUDA initialisation on import.
+    - ``shared_tensors``: shared CPU tensors a process holds at once, one memory map each (default: a
+      DataLoader's figure, 64); ``nodes``: how many machines the job spans (gloo's address matters on
+      several); ``backend``: the backend the job names (e.g. ``"nccl"``; a target's own
+      ``init_process_group`` call is read too).
     - ``only``: names from :data:`CHECKS` to run (default: all that apply).
 
     Raises :class:`DoctorError` for a malformed or unimportable target. Notebook 00 (your
@@ -72,7 +80,10 @@ def check(
             timeout=timeout,
         ),
         **process_checks_for(pid, per_process=this_process or pid is not None),
-        **target_checks_for(target, imports, timeout),
+        **target_checks_for(target, imports, timeout, backend),
+        **platform_checks_for(
+            pid=pid, shared_tensors=shared_tensors, nodes=nodes, backend=backend, timeout=timeout
+        ),
     }
     wanted = [name for name in CHECKS if name in runs and (only is None or name in only)]
     return [runs[name]() for name in wanted]

@@ -60,6 +60,13 @@ def _parser() -> _Parser:
     parser.add_argument(
         "--imports", default="", help="comma-separated modules: does importing them initialise CUDA?"
     )
+    parser.add_argument(
+        "--shared-tensors",
+        type=int,
+        help="shared tensors one process holds at once (default: a DataLoader's 64)",
+    )
+    parser.add_argument("--nnodes", type=int, default=1, help="how many machines the job spans (default 1)")
+    parser.add_argument("--backend", help="the backend the job uses, e.g. nccl, gloo or cpu:gloo,cuda:nccl")
     parser.add_argument("--only", action="append", help="run only this check (repeatable)")
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds for each probe (default 30)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
@@ -97,6 +104,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             master_addr=args.master_addr,
             master_port=args.master_port,
             imports=[m for m in args.imports.split(",") if m.strip()],
+            shared_tensors=args.shared_tensors,
+            nodes=args.nnodes,
+            backend=args.backend,
             only=args.only,
             timeout=args.timeout,
         )

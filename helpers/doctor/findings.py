@@ -195,6 +195,81 @@ _ABOUT = {
         "[07 · What a spawn worker receives](../notebooks/07_dataloader_workers.ipynb#what-a-spawn-worker-receives)",
         "pytorch#5301, pytorch#51344; Python docs 'multiprocessing: interactive interpreter'",
     ),
+    "memory maps": (
+        "Every shared CPU storage (file_descriptor and file_system strategies) is one memory map in "
+        "each process that holds it, and a process may have at most vm.max_map_count maps (65530 by "
+        "default): past it, receiving one more tensor fails with 'unable to mmap ... Cannot allocate "
+        "memory (12)' although memory is free (a DataLoader or Queue carrying many small tensors).",
+        "Send fewer, larger tensors (stack a batch into one); or raise the limit: "
+        "sysctl -w vm.max_map_count=262144 (a file in /etc/sysctl.d/ keeps it).",
+        "[02 · Sharing strategies](../notebooks/02_shared_tensors.ipynb#sharing-strategies-file-descriptors-or-names); "
+        "[08 · A full `/dev/shm`](../notebooks/08_debugging_and_pitfalls.ipynb#a-full-dev-shm)",
+        "pytorch#60626, pytorch#87861; kernel docs sysctl/vm.txt (max_map_count)",
+    ),
+    "logind RemoveIPC": (
+        "With systemd-logind's RemoveIPC=yes (its default) a user's /dev/shm files and semaphores are "
+        "deleted when that user's last login session ends: a job started over ssh loses its shared "
+        "tensors ('unable to open shared memory object', a missing /dev/shm/torch_* file) when the ssh "
+        "session closes, unless the user lingers. Root and system users are exempt.",
+        "loginctl enable-linger $USER (keeps the user's manager, and its IPC, without a session); or "
+        "RemoveIPC=no in /etc/systemd/logind.conf.d/*.conf; or launch through the scheduler, not ssh.",
+        "[08 · A full `/dev/shm`](../notebooks/08_debugging_and_pitfalls.ipynb#a-full-dev-shm); "
+        "[09 · A worker, and the command line of each node](../notebooks/09_multi_node.ipynb#a-worker-and-the-command-line-of-each-node)",
+        "systemd/systemd#2039, #4532; man logind.conf (RemoveIPC)",
+    ),
+    "backends": (
+        "Builds differ: NCCL exists only in Linux CUDA builds (not on Windows or macOS, where gloo is the "
+        "backend), MPI only in builds made with it; the TCPStore uses libuv by default since torch 2.4, "
+        "and Windows wheels are built without it ('use_libuv was requested but PyTorch was built without "
+        "libuv support').",
+        "Name a backend this torch has (gloo on CPU, macOS and Windows; nccl on Linux GPUs); on Windows "
+        "set USE_LIBUV=0 or init_method='...?use_libuv=0'.",
+        "[06 · A minimal DDP training function](../notebooks/06_ddp_mp_spawn.ipynb#a-minimal-ddp-training-function); "
+        "[00 · What works where](../notebooks/00_overview.ipynb#what-works-where-linux-macos-windows)",
+        "PyTorch docs 'Distributed: Backends'; tutorial 'Introduction to Libuv TCPStore Backend'",
+    ),
+    "CUDA IPC": (
+        "A CUDA tensor sent through a torch Queue is shared by CUDA IPC, which Windows builds do not "
+        "support. With PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True the receiver takes the sender's "
+        "file descriptors with pidfd_getfd, which needs ptrace permission: Yama (ptrace_scope 1 allows "
+        "only a process's descendants, 2 needs CAP_SYS_PTRACE, 3 none) or a container's seccomp filter "
+        "without CAP_SYS_PTRACE (Docker's default) refuses it ('pidfd_getfd: Operation not permitted').",
+        "Leave expandable_segments off in processes that share CUDA tensors (or "
+        "torch.cuda.memory._set_allocator_settings('expandable_segments:False') around them); or allow "
+        "ptrace (docker run --cap-add SYS_PTRACE; ptrace_scope 0); on Windows send CPU tensors.",
+        "[04 · Appendix: CUDA tensors between processes](../notebooks/04_fork_and_cuda.ipynb#appendix-cuda-tensors-between-processes)",
+        "c10/cuda/CUDACachingAllocator.cpp (ExpandableSegment::fromShared); moby "
+        "profiles/seccomp/default.json; PyTorch docs 'Windows FAQ: CUDA IPC operations'",
+    ),
+    "gloo interface": (
+        "Without GLOO_SOCKET_IFNAME, gloo binds the address this host's name resolves to; a name that "
+        "resolves to loopback (Debian and Ubuntu map it to 127.0.1.1 in /etc/hosts) makes every rank "
+        "announce 127.x: ranks on other nodes cannot connect (a timeout or 'Gloo connectFullMesh failed').",
+        "Set GLOO_SOCKET_IFNAME to the interface the nodes share (e.g. eth0: ip -br addr shows them), or "
+        "map the hostname to that interface's address in /etc/hosts.",
+        "[09 · Appendix: real networks](../notebooks/09_multi_node.ipynb#appendix-real-networks)",
+        "torch/csrc/distributed/c10d/ProcessGroupGloo.cpp (createDefaultDevice); aws-samples/aws-do-eks#69",
+    ),
+    "launch in a thread": (
+        "Python installs signal handlers only on the main thread: a launcher run from a threading.Thread "
+        "(torchrun's elastic_launch or start_processes) installs none, logs 'Failed to register signal "
+        "handlers since torchelastic is running on a child thread', and forwards no SIGTERM/SIGINT to its "
+        "workers, which are orphaned when the job is stopped; a DataLoader started there sets no SIGCHLD "
+        "handler, so a worker's death is noticed late.",
+        "Launch from the main thread (the script's if __name__ == '__main__': block) and run the other "
+        "work in the thread instead.",
+        "[08 · Leave nothing behind](../notebooks/08_debugging_and_pitfalls.ipynb#leave-nothing-behind-reap-in-finally-and-where-signals-go)",
+        "torch/distributed/elastic/multiprocessing/api.py (PContext.start); Python docs 'signal: "
+        "signals and threads'",
+    ),
+    "main thread": (
+        "This code runs off the interpreter's main thread, where Python installs no signal handlers: "
+        "a launcher started here forwards no SIGTERM/SIGINT to its workers (torchelastic says 'Failed "
+        "to register signal handlers ...') and a DataLoader sets no SIGCHLD handler.",
+        "Call the launcher from the main thread (in Jupyter: not from a widget callback on a subshell).",
+        "[08 · Leave nothing behind](../notebooks/08_debugging_and_pitfalls.ipynb#leave-nothing-behind-reap-in-finally-and-where-signals-go)",
+        "Python docs 'signal: signals and threads'; torch/distributed/elastic/multiprocessing/api.py",
+    ),
     "stack dumps": (
         "When a job hangs, its Python stacks say where; py-spy reads them from outside with ptrace (as "
         "does Python 3.15's python -m profiling.sampling dump PID), which Yama (ptrace_scope 1-3) and "

@@ -253,6 +253,7 @@ def process_checks_for(pid: int | None, per_process: bool) -> dict[str, Callable
         "CUDA initialised": checked_or_n_a("CUDA initialised", _check_cuda),
         "leftover children": checked_or_n_a("leftover children", _check_children),
         "Jupyter kernel": checked_or_n_a("Jupyter kernel", _check_kernel),
+        "main thread": checked_or_n_a("main thread", _check_main_thread),
     }
 
 
@@ -428,3 +429,19 @@ def _check_kernel(pid: int | None) -> Finding:
             "without torch's main-thread signal handlers"
         )
     return finding("Jupyter kernel", "warn" if risky else "ok", measured)
+
+
+def _check_main_thread(pid: int | None) -> Finding:
+    """Whether check() runs on the main thread, where a launcher it precedes can install signal handlers."""
+    if pid is not None:
+        return finding(
+            "main thread", "n/a", "which thread launches cannot be seen from outside: call check() there"
+        )
+    thread = threading.current_thread()
+    if thread is threading.main_thread():
+        return finding("main thread", "ok", f"check() runs on the main thread ({thread.name})")
+    measured = (
+        f"check() runs on thread {thread.name!r}, not the main thread: a launcher started here installs no "
+        "signal handlers"
+    )
+    return finding("main thread", "warn", measured)

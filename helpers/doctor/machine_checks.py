@@ -32,7 +32,8 @@ from helpers.environment import (
 )
 from helpers.processes import dev_shm_entries
 
-__all__ = ["machine_checks_for"]  # helpers.doctor.check runs them
+# helpers.doctor.check runs the checks; platform_checks reads ptrace and resolves names with these
+__all__ = ["machine_checks_for", "ptrace_scope", "has_cap_sys_ptrace", "resolves_within"]
 
 # --- Machine checks -------------------------------------------------------------------------------
 
@@ -220,8 +221,13 @@ def _check_open_files(pid: int | None = None) -> Finding:
     return finding("open files", _open_file_status(soft, strategy.split()[0]), measured)
 
 
-def _resolves(name: str, timeout: float) -> tuple[bool, str]:
-    """Whether ``name`` resolves within ``timeout`` s (getaddrinfo has no timeout of its own)."""
+def resolves_within(name: str, timeout: float) -> tuple[bool, str]:
+    """(whether ``name`` resolves within ``timeout`` s, its first address or why not); getaddrinfo has no
+    timeout of its own, so it runs in a daemon thread.
+
+    >>> resolves_within("localhost", 5.0)[0]
+    True
+    """
     answer: list[tuple[bool, str]] = []
 
     def resolve() -> None:
@@ -239,12 +245,12 @@ def _resolves(name: str, timeout: float) -> tuple[bool, str]:
 
 def _check_hostname(master_addr: str | None, timeout: float) -> Finding:
     fqdn = socket.getfqdn()
-    ok, address = _resolves(fqdn, timeout)
+    ok, address = resolves_within(fqdn, timeout)
     measured = f"getfqdn() = {fqdn} -> {address}"
     status = "ok" if ok else "warn"
     master_addr = master_addr if master_addr is not None else os.environ.get("MASTER_ADDR")
     if master_addr:
-        ok_master, master = _resolves(master_addr, timeout)
+        ok_master, master = resolves_within(master_addr, timeout)
         measured += f"; MASTER_ADDR = {master_addr} -> {master}"
         if not ok_master:
             status = "fail"
@@ -399,17 +405,27 @@ def _check_orphans() -> Finding:
     )
 
 
-def _ptrace_scope() -> int | None:
-    """Yama's ptrace_scope (0 classic, 1 descendants only, 2 admin only, 3 none); None without Yama."""
+def ptrace_scope(proc: str = "/proc") -> int | None:
+    """Yama's ptrace_scope (0 classic, 1 descendants only, 2 admin only, 3 none); None without Yama.
+    ``proc``: where procfs is mounted (a test's fake one).
+
+    >>> ptrace_scope("/no/such/proc") is None
+    True
+    """
     try:
-        return int(Path("/proc/sys/kernel/yama/ptrace_scope").read_text())
+        return int(Path(proc, "sys/kernel/yama/ptrace_scope").read_text())
     except (OSError, ValueError):
         return None
 
 
-def _has_cap_sys_ptrace() -> bool:
+def has_cap_sys_ptrace(proc: str = "/proc") -> bool:
+    """Whether this process holds CAP_SYS_PTRACE (a container's default set does not).
+
+    >>> has_cap_sys_ptrace("/no/such/proc")
+    False
+    """
     with contextlib.suppress(OSError, ValueError, StopIteration):
-        status = Path("/proc/self/status").read_text().splitlines()
+        status = Path(proc, "self/status").read_text().splitlines()
         mask = next(line for line in status if line.startswith("CapEff:")).split()[1]
         return bool(int(mask, 16) >> 19 & 1)  # CAP_SYS_PTRACE is capability 19
     return False
@@ -418,7 +434,7 @@ def _has_cap_sys_ptrace() -> bool:
 def _check_stack_dumps() -> Finding:
     from helpers.debugging import profiling_dump_command, py_spy_path
 
-    spy, scope, cap = py_spy_path(), _ptrace_scope(), _has_cap_sys_ptrace()
+    spy, scope, cap = py_spy_path(), ptrace_scope(), has_cap_sys_ptrace()
     stdlib = profiling_dump_command(os.getpid()) is not None  # Python 3.15+
     measured = (
         f"py-spy {spy or 'not installed'}; python -m profiling.sampling dump "

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from helpers.doctor.findings import DoctorError, Finding, finding
+from helpers.doctor.target_source import LAUNCHERS, backend_names, read_source_facts
 
 __all__ = ["target_checks_for"]  # helpers.doctor.check runs them
 
@@ -20,18 +21,31 @@ __all__ = ["target_checks_for"]  # helpers.doctor.check runs them
 
 
 def target_checks_for(
-    target: str | Callable | None, imports: Sequence[str], timeout: float
+    target: str | Callable | None, imports: Sequence[str], timeout: float, backend: str | None = None
 ) -> dict[str, Callable[[], Finding]]:
-    """The checks of a launch target and of imports by name, each ready to run: none for a ``target``
-    of None and no ``imports``. :func:`helpers.doctor.check` runs them (it documents the arguments).
+    """The checks of a launch target, of imports and of the backends by name, each ready to run:
+    "backends" always (``backend``: the one the job names, e.g. "nccl" or "cpu:gloo,cuda:nccl"),
+    "target importable" and "launch in a thread" with a ``target``, "imports initialise CUDA" with
+    ``imports``. The target is probed once for all of them. :func:`helpers.doctor.check` runs them (it
+    documents the arguments).
 
     >>> runs = target_checks_for("helpers.debugging:sleep_for", ["json"], timeout=60.0)
     >>> [(name, run().status) for name, run in runs.items()]
-    [('target importable', 'ok'), ('imports initialise CUDA', 'ok')]
+    [('backends', 'ok'), ('target importable', 'ok'), ('launch in a thread', 'ok'), ('imports initialise CUDA', 'ok')]
     """
-    runs: dict[str, Callable[[], Finding]] = {}
+    probes: dict[tuple[str, str], dict] = {}
+
+    def probe(module: str, attribute: str) -> dict:
+        if (module, attribute) not in probes:
+            probes[module, attribute] = _probe(module, attribute, timeout)
+        return probes[module, attribute]
+
+    runs: dict[str, Callable[[], Finding]] = {
+        "backends": lambda: _check_backends(backend, _target_source(target, probe) if target else None)
+    }
     if target is not None:
-        runs["target importable"] = lambda: _check_target(target, timeout)
+        runs["target importable"] = lambda: _check_target(target, timeout, probe)
+        runs["launch in a thread"] = lambda: _check_thread_launch(target, _target_source(target, probe))
     if imports:
         runs["imports initialise CUDA"] = lambda: _check_imports(imports, timeout)
     return runs
@@ -57,6 +71,7 @@ except BaseException as error:
     info["import_error"] = f"{{type(error).__name__}}: {{error}}"
 else:
     info["import_s"] = round(time.perf_counter() - started, 2)
+    info["file"] = getattr(module, "__file__", None)
     obj = missing = object()
     for number, part in enumerate({attribute!r}.split(".") if {attribute!r} else []):
         obj = getattr(module if number == 0 else obj, part, missing)
@@ -123,7 +138,9 @@ def _parse_target(target: str) -> tuple[str, str]:
     return module, attribute
 
 
-def _check_target(target: str | Callable, timeout: float) -> Finding:
+def _check_target(
+    target: str | Callable, timeout: float, probe: Callable[[str, str], dict] | None = None
+) -> Finding:
     if callable(target) and not isinstance(target, str):
         decided = _check_callable_target(target)
         if decided is not None:
@@ -134,7 +151,7 @@ def _check_target(target: str | Callable, timeout: float) -> Finding:
         return finding(
             "target importable", "fail", f"{target}: defined in __main__, which a child cannot import"
         )
-    info = _probe(module, attribute, timeout)
+    info = (probe or (lambda m, a: _probe(m, a, timeout)))(module, attribute)
     missing = info.get("missing") or "\0"
     if module == missing or module.startswith(missing + "."):
         raise DoctorError(f"cannot import target {target!r}: no module named {info['missing']!r}")
@@ -237,3 +254,85 @@ def _check_imports(modules: Sequence[str], timeout: float) -> Finding:
     return finding(
         "imports initialise CUDA", "ok", f"none of {', '.join(modules)} initialises CUDA on import"
     )
+
+
+# --- What the target's source says: the backends it names, the launchers it runs in threads ----------
+
+
+def _target_source(target: str | Callable, probe: Callable[[str, str], dict]) -> str | None:
+    """The file of the target's module (a script's for a function from its ``__main__``), or None."""
+    if callable(target) and not isinstance(target, str):
+        return getattr(sys.modules.get(target.__module__), "__file__", None)
+    module, attribute = _parse_target(target)
+    return None if module == "__main__" else probe(module, attribute).get("file")
+
+
+def _available_backends() -> dict[str, bool]:
+    import torch.distributed as dist
+
+    if not dist.is_available():
+        return dict.fromkeys(("gloo", "nccl", "mpi"), False)
+    found = {
+        "gloo": dist.is_gloo_available(),
+        "nccl": dist.is_nccl_available(),
+        "mpi": dist.is_mpi_available(),
+    }
+    for name in ("ucc", "xccl"):  # newer builds only
+        if hasattr(dist, f"is_{name}_available"):
+            found[name] = getattr(dist, f"is_{name}_available")()
+    return found
+
+
+def _tcpstore_libuv() -> bool | None:
+    """Whether this torch's TCPStore has its libuv server (the default since 2.4; not in Windows wheels),
+    found by starting one on a free localhost port; None without torch.distributed."""
+    import torch.distributed as dist
+
+    if not dist.is_available():
+        return None
+    try:
+        store = dist.TCPStore("127.0.0.1", 0, 1, True, wait_for_workers=False, use_libuv=True)
+    except (
+        RuntimeError
+    ) as error:  # DistStoreError: "use_libuv was requested but PyTorch was built without ..."
+        if "libuv" in str(error):
+            return False
+        raise
+    libuv = store.libuvBackend
+    del store
+    return libuv
+
+
+def _check_backends(backend: str | None, source: str | None) -> Finding:
+    """The backends this torch has, as facts; fails only when the job names one it lacks."""
+    have = _available_backends()
+    named = backend_names(backend)
+    from_source = read_source_facts(source).backends if source else set()
+    libuv = _tcpstore_libuv()
+    store = {None: "no torch.distributed", True: "libuv", False: "the old server (built without libuv)"}[
+        libuv
+    ]
+    measured = ", ".join(f"{name} {'yes' if ok else 'no'}" for name, ok in have.items())
+    measured += f"; TCPStore: {store} (USE_LIBUV={os.environ.get('USE_LIBUV', 'unset')})"
+    needed = named | from_source
+    if needed:
+        measured += f"; the job names {', '.join(sorted(needed))}" + (
+            f" (in {source})" if from_source else ""
+        )
+    missing = sorted(name for name in needed if name in have and not have[name])
+    if missing:
+        return finding("backends", "fail", measured + f": this torch has no {', '.join(missing)}")
+    if libuv is False and os.environ.get("USE_LIBUV") != "0":
+        return finding("backends", "warn", measured + ": a TCPStore asked for libuv (its default) fails")
+    return finding("backends", "ok", measured)
+
+
+def _check_thread_launch(target: str | Callable, source: str | None) -> Finding:
+    """Whether the target's module runs a launcher (mp.spawn, start_processes, elastic_launch) in a Thread."""
+    if source is None or not source.endswith(".py"):
+        return finding("launch in a thread", "n/a", f"no Python source to read for {target!r}")
+    launches = read_source_facts(source).thread_launches
+    if launches:
+        return finding("launch in a thread", "warn", f"{source}: " + "; ".join(launches))
+    measured = f"{source}: no launcher ({', '.join(LAUNCHERS)}) runs in a threading.Thread"
+    return finding("launch in a thread", "ok", measured)
