@@ -57,6 +57,12 @@ CASES: dict[str, str] = {
     "shm_full": "a full /dev/shm: [08 · A full /dev/shm](../notebooks/08_debugging_and_pitfalls.ipynb#a-full-dev-shm)",
     "worker_raised": "a worker raised, see its traceback: [06 · When a rank fails](../notebooks/06_ddp_mp_spawn.ipynb#when-a-rank-fails)",
     "too_many_open_files": "out of fds: [02 · Sharing](../notebooks/02_shared_tensors.ipynb#sharing-strategies-file-descriptors-or-names)",
+    "debugger_in_worker": "pdb in a worker: [14 · breakpoint() in a worker](../notebooks/14_field_guide_launches_and_ranks.ipynb#breakpoint-in-a-worker-bdb-bdbquit)",  # noqa: E501
+    "ddp_unused_parameters": "a parameter without gradient: [14 · Unused parameters](../notebooks/14_field_guide_launches_and_ranks.ipynb#ddp-expected-to-have-finished-reduction-in-the-prior-iteration)",  # noqa: E501
+    "ddp_ready_twice": "a parameter reduced twice in a step: [14 · Appendix B](../notebooks/14_field_guide_launches_and_ranks.ipynb#appendix-b-more-ddp-errors-that-are-not-hangs)",  # noqa: E501
+    "signal_off_main_thread": "a launcher in a thread: [14 · Off the main thread](../notebooks/14_field_guide_launches_and_ranks.ipynb#a-launcher-started-off-the-main-thread)",  # noqa: E501
+    "global_from_main_block": "a global made under the main guard: [14 · NameError under forkserver](../notebooks/14_field_guide_launches_and_ranks.ipynb#nameerror-in-a-worker-under-forkserver-python-3-14-s-default)",  # noqa: E501
+    "lock_across_contexts": "a lock of another context: [14 · Appendix D](../notebooks/14_field_guide_launches_and_ranks.ipynb#appendix-d-python-3-14-s-forkserver-beyond-the-guard)",  # noqa: E501
 }
 """The cases of notebook 10 (and the errors that other notebooks explain), by name."""
 
@@ -199,6 +205,61 @@ ERROR_INDEX: tuple[IndexEntry, ...] = (
         "with TORCH_DISTRIBUTED_DEBUG=DETAIL: names the ranks that never reached the collective. Use"
         " DETAIL on a reproduction without DDP: with torch 2.15.0 and 2.13.0, any DDP model on gloo"
         " crashes under DETAIL (SIGSEGV)",
+    ),
+    IndexEntry(
+        "bdb.BdbQuit",
+        "debugger_in_worker",
+        "14_field_guide_launches_and_ranks.ipynb",
+        "breakpoint-in-a-worker-bdb-bdbquit",
+        "`breakpoint()` in a child process: pdb reads `/dev/null` (multiprocessing's stdin for children),"
+        " takes end-of-file as quit; debug one process, or `torch.distributed.breakpoint()`",
+    ),
+    IndexEntry(
+        "RuntimeError: Expected to have finished reduction in the prior iteration before starting a new one.",
+        "ddp_unused_parameters",
+        "14_field_guide_launches_and_ranks.ipynb",
+        "ddp-expected-to-have-finished-reduction-in-the-prior-iteration",
+        "DDP: a parameter got no gradient in the last step (unused by the loss); remove it, or"
+        " `find_unused_parameters=True` / `static_graph=True`",
+    ),
+    IndexEntry(
+        "RuntimeError: Expected to mark a variable ready only once.",
+        "ddp_ready_twice",
+        "14_field_guide_launches_and_ranks.ipynb",
+        "appendix-b-more-ddp-errors-that-are-not-hangs",
+        "DDP: a parameter's gradient hook fired twice in one step (the same layer under two reentrant"
+        " `checkpoint`s with `find_unused_parameters=True`): `static_graph=True` or `use_reentrant=False`",
+    ),
+    IndexEntry(
+        "ValueError: signal only works in main thread of the main interpreter",
+        "signal_off_main_thread",
+        "14_field_guide_launches_and_ranks.ipynb",
+        "a-launcher-started-off-the-main-thread",
+        "`signal.signal` called off the main thread (a launcher started in a thread): launch from the main thread",
+    ),
+    IndexEntry(
+        "Failed to register signal handlers since torchelastic is running on a child thread.",
+        "signal_off_main_thread",
+        "14_field_guide_launches_and_ranks.ipynb",
+        "a-launcher-started-off-the-main-thread",
+        "torchelastic (torchrun, `elastic_launch`) started off the main thread: no signal reaches its"
+        " workers, which are orphaned when the launcher is stopped",
+    ),
+    IndexEntry(
+        "NameError: name 'args' is not defined",
+        "global_from_main_block",
+        "14_field_guide_launches_and_ranks.ipynb",
+        "nameerror-in-a-worker-under-forkserver-python-3-14-s-default",
+        'a worker reads a global made under `if __name__ == "__main__":`; fork copies it, spawn and'
+        " forkserver (3.14's default) do not: pass it as an argument",
+    ),
+    IndexEntry(
+        "RuntimeError: A SemLock created in a fork context is being shared with a process in a spawn context.",
+        "lock_across_contexts",
+        "14_field_guide_launches_and_ranks.ipynb",
+        "appendix-d-python-3-14-s-forkserver-beyond-the-guard",
+        'a Lock, Event, Semaphore or Queue of `get_context("fork")` passed to a spawn or forkserver child:'
+        " make it with the child's context",
     ),
 )
 """The index of error messages (docs/errors.md,
