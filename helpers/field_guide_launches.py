@@ -66,7 +66,8 @@ def logging_in_worker(results, configure: bool) -> None:
 
 
 def model_with_unused_head():
-    """A model whose forward() never calls one of its layers (notebook 14, section 4)."""
+    """A model whose forward() never calls one of its layers
+    ([14 · Unused](../notebooks/14_field_guide_launches_and_ranks.ipynb#ddp-expected-to-have-finished-reduction-in-the-prior-iteration))."""
     import torch
 
     net = torch.nn.Linear(4, 1)
@@ -96,7 +97,7 @@ def train_two_steps(
 ) -> None:
     """Two DDP steps (gloo) of the model ``case`` names (``"unused head"``: :func:`model_with_unused_head`,
     ``"checkpointed twice"``: :func:`model_checkpointed_twice`); ``option`` (``"find_unused_parameters"``,
-    ``"static_graph"`` or None) is passed to DDP as True. Notebook 14, section 4 and appendix B."""
+    ``"static_graph"`` or None) is passed to DDP as True. Notebook 14's DDP cases."""
     import torch
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
