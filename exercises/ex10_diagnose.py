@@ -16,6 +16,9 @@ it belongs to, one of the keys of ``helpers.field_guide.CASES``:
   ([10 · Appendix G](../notebooks/10_field_guide.ipynb#appendix-g-a-worker-killed-by-the-out-of-memory-killer))
 - ``"unpicklable_worker"``: a child could not find the function, or started before bootstrapping
 - ``"cuda_in_fork"``, ``"shm_full"``, ``"too_many_open_files"``: notebooks 04, 08 and 02
+- ``"debugger_in_worker"``, ``"ddp_unused_parameters"``, ``"ddp_ready_twice"``,
+  ``"signal_off_main_thread"``, ``"global_from_main_block"``, ``"lock_across_contexts"``: notebook 14
+  ([14 · From the symptom to the case](../notebooks/14_field_guide_launches_and_ranks.ipynb#from-the-symptom-to-the-case))
 - ``"worker_raised"``: any other exception raised in a worker and re-raised by ``mp.spawn``
 
 Check with::

@@ -5,10 +5,8 @@ their target by module and name), and the notebook displays each one before it r
 is import-light: torch is imported inside the functions that need it, so a spawn ``Pool`` worker
 that only squares numbers does not pay for importing torch.
 
-:data:`ERROR_INDEX` is the index of error messages that the README and notebook 10's appendix show
-(:func:`error_index_markdown` renders it): each message in the words a user pastes into a search
-box, what it means, and the notebook section that explains it. ``tests/test_error_index.py``
-checks that each section exists and that each message is what this torch and Python print.
+:data:`ERROR_INDEX`, the index of error messages that the README and notebook 10's appendix show,
+and its :data:`CASES` live in :mod:`helpers.error_index`; this module exports them too.
 
 Example::
 
@@ -23,10 +21,10 @@ import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
+from helpers.error_index import CASES, ERROR_INDEX, error_index_markdown
 from helpers.processes import capture_fd_output
 
 __all__ = [
@@ -45,179 +43,6 @@ __all__ = [
     "blas_threads",
     "square",
 ]
-
-CASES: dict[str, str] = {
-    "uneven_inputs": "uneven batches: [10 · Uneven inputs](../notebooks/10_field_guide.ipynb#a-ddp-job-hangs-at-the-end-of-an-epoch-uneven-inputs)",
-    "one_rank_collective": "a collective on some ranks: [10 · One rank only](../notebooks/10_field_guide.ipynb#a-collective-called-on-one-rank-only)",
-    "port_in_use": "two jobs on one port: [10 · Address in use](../notebooks/10_field_guide.ipynb#address-already-in-use-two-jobs-on-one-port)",
-    "local_rank_argument": "--local_rank: [10 · Appendix F](../notebooks/10_field_guide.ipynb#appendix-f-unrecognized-arguments-local-rank-0)",
-    "oom_killed": "OOM killer: [10 · Appendix G](../notebooks/10_field_guide.ipynb#appendix-g-a-worker-killed-by-the-out-of-memory-killer)",
-    "unpicklable_worker": "notebook worker, no main guard: [01 · The main guard](../notebooks/01_start_methods.ipynb#the-if-name-main-guard)",
-    "cuda_in_fork": "CUDA in a forked child: [04 · Fork versus CUDA](../notebooks/04_fork_and_cuda.ipynb#fork-versus-cuda)",
-    "shm_full": "a full /dev/shm: [08 · A full /dev/shm](../notebooks/08_debugging_and_pitfalls.ipynb#a-full-dev-shm)",
-    "worker_raised": "a worker raised, see its traceback: [06 · When a rank fails](../notebooks/06_ddp_mp_spawn.ipynb#when-a-rank-fails)",
-    "too_many_open_files": "out of fds: [02 · Sharing](../notebooks/02_shared_tensors.ipynb#sharing-strategies-file-descriptors-or-names)",
-}
-"""The cases of notebook 10 (and the errors that other notebooks explain), by name."""
-
-
-@dataclass(frozen=True)
-class IndexEntry:
-    """One row of the index: the message as printed, its case, and where the series explains it."""
-
-    message: str  # the words a user pastes into a search box, exactly as printed
-    case: str  # a key of CASES
-    notebook: str  # file name in notebooks/
-    section: str  # the id of the section that explains it (its anchor in the notebook)
-    meaning: str  # one line: what it means
-
-
-ERROR_INDEX: tuple[IndexEntry, ...] = (
-    IndexEntry(
-        "AttributeError: Can't get attribute 'worker' on <module '__main__'",
-        "unpicklable_worker",
-        "01_start_methods.ipynb",
-        "appendix-the-error-message-across-python-versions",
-        "a spawn/forkserver child cannot import a function defined in a notebook (Python 3.10-3.13; the "
-        "module's description after it differs by version; 3.14, 3.15: `module '__main__' has no attribute`)",
-    ),
-    IndexEntry(
-        "current process has finished its bootstrapping phase.",
-        "unpicklable_worker",
-        "01_start_methods.ipynb",
-        "the-if-name-main-guard",
-        'a script without `if __name__ == "__main__":` under spawn/forkserver (a message over several'
-        " lines; the line above: `RuntimeError: An attempt has been made to start a new process before the`)",
-    ),
-    IndexEntry(
-        "RuntimeError: Cannot re-initialize CUDA in forked subprocess. To use CUDA with "
-        "multiprocessing, you must use the 'spawn' start method",
-        "cuda_in_fork",
-        "04_fork_and_cuda.ipynb",
-        "fork-versus-cuda",
-        "CUDA (even `torch.cuda.is_available()`) ran before a fork",
-    ),
-    IndexEntry(
-        "RuntimeError: received 0 items of ancdata",
-        "too_many_open_files",
-        "02_shared_tensors.ipynb",
-        "sharing-strategies-file-descriptors-or-names",
-        "a Queue consumer holds more shared tensors than it may open files (`file_descriptor`: one fd"
-        " per storage): raise `ulimit -n` or use `file_system`",
-    ),
-    IndexEntry(
-        "RuntimeError: Too many open files. Communication with the workers is no longer possible.",
-        "too_many_open_files",
-        "02_shared_tensors.ipynb",
-        "sharing-strategies-file-descriptors-or-names",
-        "the same in a DataLoader's main process (batches kept alive: one fd per storage); the message goes"
-        " on with the two fixes",
-    ),
-    IndexEntry(
-        "RuntimeError: unable to open shared memory object </torch_4242_1234_60> in read-write mode: "
-        "Too many open files (24)",
-        "too_many_open_files",
-        "02_shared_tensors.ipynb",
-        "sharing-strategies-file-descriptors-or-names",
-        "the same on the sending side, at `share_memory_()` or a Queue's `put`",
-    ),
-    IndexEntry(
-        "RuntimeError: unable to allocate shared memory(shm) for file",
-        "shm_full",
-        "08_debugging_and_pitfalls.ipynb",
-        "a-full-dev-shm",
-        "`/dev/shm` is full (from torch 2.13 it ends `No space left on device (28)`; 2.11 named a stale"
-        " errno there): `--shm-size`",
-    ),
-    IndexEntry(
-        "RuntimeError: DataLoader worker (pid 4242) is killed by signal: Bus error.",
-        "shm_full",
-        "08_debugging_and_pitfalls.ipynb",
-        "appendix-c-the-bus-error-of-older-torch",
-        "a full `/dev/shm` with torch before PR #161910",
-    ),
-    IndexEntry(
-        "RuntimeError: DataLoader timed out after 1 seconds",
-        "worker_raised",
-        "07_dataloader_workers.ipynb",
-        "worker-options-persistent-workers-prefetch-factor-pin-memory-timeout",
-        "a worker took longer than the loader's `timeout` for one batch (a stuck or slow Dataset)",
-    ),
-    IndexEntry(
-        "-- Process 1 terminated with the following error:",
-        "worker_raised",
-        "06_ddp_mp_spawn.ipynb",
-        "when-a-rank-fails",
-        "one rank raised; `mp.spawn` shows the first failure it saw, which may be an echo (the line under"
-        " `torch.multiprocessing.spawn.ProcessRaisedException:` and a blank line; the rank's traceback"
-        " follows)",
-    ),
-    IndexEntry(
-        "torch.multiprocessing.spawn.ProcessExitedException: process 0 terminated with signal SIGKILL",
-        "oom_killed",
-        "10_field_guide.ipynb",
-        "appendix-g-a-worker-killed-by-the-out-of-memory-killer",
-        "exit code -9: usually the out-of-memory killer",
-    ),
-    IndexEntry(
-        "torch.distributed.DistNetworkError: The server socket has failed to listen on any local network "
-        "address. port: 29500, useIpv6: false, code: -98, name: EADDRINUSE, message: address already in use",
-        "port_in_use",
-        "10_field_guide.ipynb",
-        "address-already-in-use-two-jobs-on-one-port",
-        "another job (or a leftover) holds the rendezvous port (`code: -98` is Linux's errno; macOS"
-        " prints -48)",
-    ),
-    IndexEntry(
-        "error: unrecognized arguments: --local-rank=0",
-        "local_rank_argument",
-        "10_field_guide.ipynb",
-        "appendix-f-unrecognized-arguments-local-rank-0",
-        "`torch.distributed.launch` passes `--local-rank`; read `LOCAL_RANK` from the environment",
-    ),
-    IndexEntry(
-        "Timed out waiting 5000ms for recv operation to complete",
-        "uneven_inputs",
-        "10_field_guide.ipynb",
-        "a-ddp-job-hangs-at-the-end-of-an-epoch-uneven-inputs",
-        "a gloo collective waited past the group's timeout: a rank is elsewhere (uneven inputs?)",
-    ),
-    IndexEntry(
-        "Connection closed by peer [127.0.0.1]:9141",
-        "uneven_inputs",
-        "10_field_guide.ipynb",
-        "a-ddp-job-hangs-at-the-end-of-an-epoch-uneven-inputs",
-        "the other rank left (finished or crashed) while this one still communicates"
-        ' (torch 2.15 goes on "This is typically caused by a remote worker crashing."; 2.11 does not);'
-        " the same case can print `Read error [127.0.0.1]:9141: Connection reset by peer` instead",
-    ),
-    IndexEntry(
-        "RuntimeError: [Rank 0]: Ranks 1 failed to pass monitoredBarrier in 4000 ms",
-        "one_rank_collective",
-        "10_field_guide.ipynb",
-        "a-collective-called-on-one-rank-only",
-        "with TORCH_DISTRIBUTED_DEBUG=DETAIL: names the ranks that never reached the collective. Use"
-        " DETAIL on a reproduction without DDP: with torch 2.15.0 and 2.13.0, any DDP model on gloo"
-        " crashes under DETAIL (SIGSEGV)",
-    ),
-)
-"""The index of error messages (docs/errors.md,
-[10 · Appendix E](../notebooks/10_field_guide.ipynb#appendix-e-the-index-of-error-messages))."""
-
-
-def error_index_markdown(prefix: str = "notebooks/") -> str:
-    """The index as a Markdown table, as docs/errors.md and
-    [10 · Appendix E](../notebooks/10_field_guide.ipynb#appendix-e-the-index-of-error-messages) show it; links
-    are ``prefix`` + the notebook's file name (``""`` from inside notebooks/).
-
-    >>> error_index_markdown().splitlines()[0]
-    '| message | what it means | where |'
-    """
-    rows = ["| message | what it means | where |", "|---|---|---|"]
-    for entry in ERROR_INDEX:
-        where = f"[notebook {entry.notebook[:2]}]({prefix}{entry.notebook}#{entry.section})"
-        rows.append(f"| `{entry.message}` | {entry.meaning} | {where} |")
-    return "\n".join(rows)
 
 
 def preload_ddp() -> float:

@@ -17,6 +17,13 @@ SIGNS = [
     ("Bus error", "shm_full"),
     ("Too many open files", "too_many_open_files"),
     ("items of ancdata", "too_many_open_files"),
+    ("BdbQuit", "debugger_in_worker"),
+    ("Expected to have finished reduction", "ddp_unused_parameters"),
+    ("Expected to mark a variable ready only once", "ddp_ready_twice"),
+    ("signal only works in main thread", "signal_off_main_thread"),
+    ("Failed to register signal handlers", "signal_off_main_thread"),
+    ("NameError: name", "global_from_main_block"),
+    ("SemLock created in a fork context", "lock_across_contexts"),
 ]
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from helpers.field_guide import ERROR_INDEX, IndexEntry
+from helpers.error_index import ERROR_INDEX, IndexEntry
 
 
 def entry_for(case_words: str) -> IndexEntry:

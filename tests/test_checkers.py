@@ -61,6 +61,8 @@ WRONG_ANSWERS = [
     ("ex11", "ex11_no_all_reduce", "all-reduce it first"),
     ("ex12", "ex12_whole_model", "not the whole model"),
     ("ex12", "ex12_no_all_gather", "moved only in its own slice"),
+    ("ex14", "ex14_no_level", "the root logger's level is WARNING in a spawn child"),
+    ("ex14", "ex14_adds_handler", "inherits the parent's handlers"),
 ]
 
 # What a pass must end with where the check has a second stage (ex09: real torchrun agents, run

@@ -1,0 +1,193 @@
+"""Notebook 14, the field guide for launches, ranks and signals: the workers that reproduce each case.
+
+Every function that notebook 14 starts in another process lives here (spawn and forkserver
+children import their target by module and name), and the notebook displays each one before it
+runs it. Like :mod:`helpers.field_guide`, the module is import-light: torch is imported inside the
+functions that need it.
+
+Example::
+
+    >>> import multiprocessing as mp
+    >>> from helpers.field_guide_launches import logging_in_worker
+    >>> results = mp.get_context("spawn").SimpleQueue()
+    >>> child = mp.get_context("spawn").Process(target=logging_in_worker, args=(results, False))
+    >>> child.start(); child.join(timeout=60); results.get()[1:]  # a spawn child: no handler, WARNING
+    ([], 'WARNING')
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from datetime import timedelta
+from pathlib import Path
+
+__all__ = [
+    "stop_at_breakpoint",
+    "logging_in_worker",
+    "model_with_unused_head",
+    "model_checkpointed_twice",
+    "train_two_steps",
+    "launcher",
+    "pids_written",
+    "still_running",
+    "torchrun_signals",
+    "stop_at_distributed_breakpoint",
+]
+
+
+def stop_at_breakpoint(rank: int = 0) -> None:
+    """A worker with ``breakpoint()`` in it: where does the debugger read its commands from?
+
+    [14 · breakpoint() in a worker](../notebooks/14_field_guide_launches_and_ranks.ipynb#breakpoint-in-a-worker-bdb-bdbquit)
+    runs it in a child; ``multiprocessing`` gave the child ``/dev/null`` as its stdin.
+    """
+    import sys
+
+    print(f"rank {rank}: stdin is {sys.stdin.name!r}", flush=True)
+    breakpoint()  # pdb reads its commands from sys.stdin: here it reads end-of-file, and quits
+    print(f"rank {rank}: past the breakpoint", flush=True)  # never printed
+
+
+def logging_in_worker(results, configure: bool) -> None:
+    """Report the root logger's handlers and level as a worker sees them; ``configure``: set up
+    logging first, in the worker (the fix). Puts (process name, handler types, level name) on
+    ``results``. [14 · Log lines lost](../notebooks/14_field_guide_launches_and_ranks.ipynb#log-lines-missing-in-spawn-workers)
+    """
+    import logging
+    import multiprocessing
+
+    if configure:  # the fix: every process configures its own logging
+        logging.basicConfig(level=logging.INFO, format="%(processName)s %(levelname)s %(message)s")
+    root = logging.getLogger()
+    logging.getLogger("train").info("step 1 done")  # dropped where the level is WARNING
+    handlers = [type(handler).__name__ for handler in root.handlers]
+    results.put((multiprocessing.current_process().name, handlers, logging.getLevelName(root.level)))
+
+
+def model_with_unused_head():
+    """A model whose forward() never calls one of its layers
+    ([14 · Unused](../notebooks/14_field_guide_launches_and_ranks.ipynb#ddp-expected-to-have-finished-reduction-in-the-prior-iteration))."""
+    import torch
+
+    net = torch.nn.Linear(4, 1)
+    net.spare = torch.nn.Linear(4, 1)  # registered, so DDP waits for its gradient
+    return net
+
+
+def model_checkpointed_twice():
+    """A model that runs one layer twice, each time under a reentrant activation checkpoint
+    ([14 · Appendix B](../notebooks/14_field_guide_launches_and_ranks.ipynb#appendix-b-more-ddp-errors-that-are-not-hangs))."""
+    import torch
+    from torch.utils.checkpoint import checkpoint
+
+    class Twice(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layer = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            return sum(checkpoint(self.layer, x, use_reentrant=True) for _ in range(2))
+
+    return Twice()
+
+
+def train_two_steps(
+    rank: int, world_size: int, port: int, case: str, option: str | None, timeout: float
+) -> None:
+    """Two DDP steps (gloo) of the model ``case`` names (``"unused head"``: :func:`model_with_unused_head`,
+    ``"checkpointed twice"``: :func:`model_checkpointed_twice`); ``option`` (``"find_unused_parameters"``,
+    ``"static_graph"`` or None) is passed to DDP as True. Notebook 14's DDP cases."""
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    url = f"tcp://127.0.0.1:{port}"
+    dist.init_process_group(
+        "gloo", init_method=url, rank=rank, world_size=world_size, timeout=timedelta(seconds=timeout)
+    )
+    try:
+        build = {"unused head": model_with_unused_head, "checkpointed twice": model_checkpointed_twice}[case]
+        model = DDP(build(), **({option: True} if option else {}))
+        for _step in range(2):  # the second forward checks that the first step's reduction ended
+            model(torch.ones(2, 4, requires_grad=True)).sum().backward()
+        print(f"rank {rank}: 2 steps, {case}, {option}", flush=True)
+    finally:
+        dist.destroy_process_group()
+
+
+def pids_written(folder: str, timeout: float = 30.0) -> tuple[int, int]:
+    """Wait for :func:`launcher`'s file in ``folder``; return (launcher's pid, worker's pid)."""
+    path, deadline = Path(folder, "pids"), time.monotonic() + timeout
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the launcher wrote no pids in {timeout} s")
+        time.sleep(0.05)
+    first, second = path.read_text().split()
+    return int(first), int(second)
+
+
+def launcher(folder: str, handle_hangup: bool) -> None:
+    """A job's launcher: one worker (it sleeps a minute), both pids written to ``folder``, a bounded
+    join and a ``finally`` that stops the worker. ``handle_hangup``: SIGHUP raises SystemExit, so the
+    ``finally`` runs. [14 · SIGHUP](../notebooks/14_field_guide_launches_and_ranks.ipynb#the-terminal-closed-sighup-and-the-workers-left-behind)
+    """
+    import multiprocessing
+    import signal
+
+    def hang_up(signum, frame):
+        raise SystemExit(128 + signum)  # unwinds the stack: the finally below runs
+
+    if handle_hangup:  # the fix; SIG_IGN (what nohup sets) would keep launcher and worker running
+        signal.signal(signal.SIGHUP, hang_up)
+    worker = multiprocessing.get_context("spawn").Process(target=time.sleep, args=(60,))
+    worker.start()
+    Path(folder, ".pids").write_text(f"{os.getpid()} {worker.pid}")
+    os.replace(Path(folder, ".pids"), Path(folder, "pids"))  # readers see the whole file or none
+    try:
+        worker.join(timeout=60)
+    finally:  # skipped when a signal's default action ends the process
+        worker.terminate()
+        worker.join(timeout=5)
+
+
+def still_running(pid: int) -> bool:
+    """True while process ``pid`` runs (a zombie, which only waits to be collected, does not count)."""
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def torchrun_signals() -> tuple[str, str]:
+    """The signals torchrun's agent turns into a shutdown of its workers, read from the installed
+    torch: (the default of ``TORCHELASTIC_SIGNALS_TO_HANDLE``, the line of the check for the main
+    thread). [14 · SIGHUP](../notebooks/14_field_guide_launches_and_ranks.ipynb#the-terminal-closed-sighup-and-the-workers-left-behind)
+    """
+    import inspect
+    import re
+
+    from torch.distributed.elastic.multiprocessing import api
+
+    source = inspect.getsource(api.PContext.start)
+    (default,) = re.findall(r'"TORCHELASTIC_SIGNALS_TO_HANDLE", "([A-Z,]+)"', source)
+    (check,) = [line.strip() for line in source.splitlines() if "main_thread()" in line]
+    return default, check
+
+
+def stop_at_distributed_breakpoint(rank: int, port: int) -> None:
+    """Rank 0 of a world of one (gloo) stops at ``torch.distributed.breakpoint()``: its pdb reads
+    ``/dev/stdin``, the file descriptor 0 the process inherited, not ``sys.stdin``.
+    [14 · Appendix A](../notebooks/14_field_guide_launches_and_ranks.ipynb#appendix-a-debuggers-that-work-in-a-rank)
+    """
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=1)
+    try:
+        answer = 6 * 7
+        dist.breakpoint(rank=0)  # the other ranks (none here) would wait at a barrier
+        print(f"rank {rank}: past the breakpoint, answer = {answer}", flush=True)
+    finally:
+        dist.destroy_process_group()

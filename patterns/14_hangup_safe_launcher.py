@@ -1,0 +1,36 @@
+"""A launcher that stops its workers on SIGHUP; workers that set up their own logging.
+Run: python 14_hangup_safe_launcher.py [method] [hangup]   (hangup: it sends itself SIGHUP)"""
+
+import logging
+import signal
+import sys
+import time
+
+import torch.multiprocessing as mp
+
+
+def worker(rank, seconds):
+    logging.basicConfig(level=logging.INFO, format=f"rank {rank}: %(message)s")  # spawn: no handler yet
+    logging.getLogger("train").info("started")
+    time.sleep(seconds)
+
+
+if __name__ == "__main__":
+    method, hangup = (sys.argv[1] if len(sys.argv) > 1 else "spawn"), "hangup" in sys.argv
+    if hasattr(signal, "SIGHUP"):  # POSIX; signal.signal works on the main thread only
+        signal.signal(signal.SIGHUP, lambda signum, frame: sys.exit(128 + signum))  # SystemExit: finally runs
+    workers = [mp.get_context(method).Process(target=worker, args=(r, 60 * hangup)) for r in range(2)]
+    try:
+        for w in workers:
+            w.start()
+        if hangup:  # what a closed terminal sends the launcher
+            signal.raise_signal(signal.SIGHUP)
+        for w in workers:
+            w.join(timeout=60)
+    finally:
+        for w in workers:
+            if w.pid is not None and w.exitcode is None:  # started, still running
+                w.terminate()
+                w.join(timeout=5)
+        print(f"{method}: exit codes {[w.exitcode for w in workers]} (negative: stopped by that signal)")
+    sys.exit(any(w.exitcode != 0 for w in workers))
