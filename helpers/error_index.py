@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["CASES", "ERROR_INDEX", "IndexEntry", "error_index_markdown"]
+__all__ = ["CASES", "ERROR_INDEX", "error_index_markdown"]  # IndexEntry: the rows' type
 
 CASES: dict[str, str] = {
     "uneven_inputs": "uneven batches: [10 · Uneven inputs](../notebooks/10_field_guide.ipynb#a-ddp-job-hangs-at-the-end-of-an-epoch-uneven-inputs)",

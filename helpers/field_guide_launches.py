@@ -21,6 +21,12 @@ import os
 import time
 from datetime import timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # import-light: torch only where a function runs it
+    from multiprocessing.queues import Queue
+
+    import torch
 
 __all__ = [
     "stop_at_breakpoint",
@@ -41,6 +47,11 @@ def stop_at_breakpoint(rank: int = 0) -> None:
 
     [14 · breakpoint() in a worker](../notebooks/14_field_guide_launches_and_ranks.ipynb#breakpoint-in-a-worker-bdb-bdbquit)
     runs it in a child; ``multiprocessing`` gave the child ``/dev/null`` as its stdin.
+
+    >>> import multiprocessing
+    >>> child = multiprocessing.get_context("spawn").Process(target=stop_at_breakpoint)
+    >>> child.start(); child.join(60); child.exitcode  # bdb.BdbQuit in the child
+    1
     """
     import sys
 
@@ -49,10 +60,16 @@ def stop_at_breakpoint(rank: int = 0) -> None:
     print(f"rank {rank}: past the breakpoint", flush=True)  # never printed
 
 
-def logging_in_worker(results, configure: bool) -> None:
+def logging_in_worker(results: Queue, configure: bool) -> None:
     """Report the root logger's handlers and level as a worker sees them; ``configure``: set up
     logging first, in the worker (the fix). Puts (process name, handler types, level name) on
     ``results``. [14 · Log lines lost](../notebooks/14_field_guide_launches_and_ranks.ipynb#log-lines-missing-in-spawn-workers)
+
+    >>> import queue
+    >>> results = queue.Queue()
+    >>> logging_in_worker(results, configure=False)
+    >>> results.get(timeout=5)[0]
+    'MainProcess'
     """
     import logging
     import multiprocessing
@@ -65,9 +82,13 @@ def logging_in_worker(results, configure: bool) -> None:
     results.put((multiprocessing.current_process().name, handlers, logging.getLevelName(root.level)))
 
 
-def model_with_unused_head():
+def model_with_unused_head() -> torch.nn.Module:
     """A model whose forward() never calls one of its layers
-    ([14 · Unused](../notebooks/14_field_guide_launches_and_ranks.ipynb#ddp-expected-to-have-finished-reduction-in-the-prior-iteration))."""
+    ([14 · Unused](../notebooks/14_field_guide_launches_and_ranks.ipynb#ddp-expected-to-have-finished-reduction-in-the-prior-iteration)).
+
+    >>> [name for name, _ in model_with_unused_head().named_children()]
+    ['spare']
+    """
     import torch
 
     net = torch.nn.Linear(4, 1)
@@ -75,9 +96,14 @@ def model_with_unused_head():
     return net
 
 
-def model_checkpointed_twice():
+def model_checkpointed_twice() -> torch.nn.Module:
     """A model that runs one layer twice, each time under a reentrant activation checkpoint
-    ([14 · Appendix B](../notebooks/14_field_guide_launches_and_ranks.ipynb#appendix-b-more-ddp-errors-that-are-not-hangs))."""
+    ([14 · Appendix B](../notebooks/14_field_guide_launches_and_ranks.ipynb#appendix-b-more-ddp-errors-that-are-not-hangs)).
+
+    >>> import torch
+    >>> model_checkpointed_twice()(torch.ones(1, 4, requires_grad=True)).shape
+    torch.Size([1, 4])
+    """
     import torch
     from torch.utils.checkpoint import checkpoint
 
@@ -97,7 +123,12 @@ def train_two_steps(
 ) -> None:
     """Two DDP steps (gloo) of the model ``case`` names (``"unused head"``: :func:`model_with_unused_head`,
     ``"checkpointed twice"``: :func:`model_checkpointed_twice`); ``option`` (``"find_unused_parameters"``,
-    ``"static_graph"`` or None) is passed to DDP as True. Notebook 14's DDP cases."""
+    ``"static_graph"`` or None) is passed to DDP as True. Notebook 14's DDP cases.
+
+    >>> from helpers.ddp import free_port
+    >>> train_two_steps(0, 1, free_port(), "unused head", "find_unused_parameters", timeout=60.0)
+    rank 0: 2 steps, unused head, find_unused_parameters
+    """
     import torch
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
@@ -117,7 +148,14 @@ def train_two_steps(
 
 
 def pids_written(folder: str, timeout: float = 30.0) -> tuple[int, int]:
-    """Wait for :func:`launcher`'s file in ``folder``; return (launcher's pid, worker's pid)."""
+    """Wait for :func:`launcher`'s file in ``folder``; return (launcher's pid, worker's pid).
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     _ = Path(folder, "pids").write_text("100 101")
+    ...     pids_written(folder)
+    (100, 101)
+    """
     path, deadline = Path(folder, "pids"), time.monotonic() + timeout
     while not path.exists():
         if time.monotonic() > deadline:
@@ -131,6 +169,15 @@ def launcher(folder: str, handle_hangup: bool) -> None:
     """A job's launcher: one worker (it sleeps a minute), both pids written to ``folder``, a bounded
     join and a ``finally`` that stops the worker. ``handle_hangup``: SIGHUP raises SystemExit, so the
     ``finally`` runs. [14 · SIGHUP](../notebooks/14_field_guide_launches_and_ranks.ipynb#the-terminal-closed-sighup-and-the-workers-left-behind)
+
+    >>> import multiprocessing, shutil, signal, tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> job = multiprocessing.get_context("spawn").Process(target=launcher, args=(folder, True))
+    >>> job.start(); job_pid, worker_pid = pids_written(folder)
+    >>> os.kill(job_pid, signal.SIGHUP); job.join(60); job.exitcode  # 128 + SIGHUP
+    129
+    >>> still_running(worker_pid); shutil.rmtree(folder)
+    False
     """
     import multiprocessing
     import signal
@@ -152,7 +199,11 @@ def launcher(folder: str, handle_hangup: bool) -> None:
 
 
 def still_running(pid: int) -> bool:
-    """True while process ``pid`` runs (a zombie, which only waits to be collected, does not count)."""
+    """True while process ``pid`` runs (a zombie, which only waits to be collected, does not count).
+
+    >>> still_running(os.getpid())
+    True
+    """
     import psutil
 
     try:
@@ -165,6 +216,9 @@ def torchrun_signals() -> tuple[str, str]:
     """The signals torchrun's agent turns into a shutdown of its workers, read from the installed
     torch: (the default of ``TORCHELASTIC_SIGNALS_TO_HANDLE``, the line of the check for the main
     thread). [14 · SIGHUP](../notebooks/14_field_guide_launches_and_ranks.ipynb#the-terminal-closed-sighup-and-the-workers-left-behind)
+
+    >>> torchrun_signals()[0]
+    'SIGTERM,SIGINT,SIGHUP,SIGQUIT'
     """
     import inspect
     import re
@@ -181,6 +235,14 @@ def stop_at_distributed_breakpoint(rank: int, port: int) -> None:
     """Rank 0 of a world of one (gloo) stops at ``torch.distributed.breakpoint()``: its pdb reads
     ``/dev/stdin``, the file descriptor 0 the process inherited, not ``sys.stdin``.
     [14 · Appendix A](../notebooks/14_field_guide_launches_and_ranks.ipynb#appendix-a-debuggers-that-work-in-a-rank)
+
+    >>> import subprocess, sys
+    >>> from helpers.ddp import free_port
+    >>> code = f"import helpers.field_guide_launches as f; f.stop_at_distributed_breakpoint(0, {free_port()})"
+    >>> run = subprocess.run([sys.executable, "-c", code], input="up\\np answer\\ncontinue\\n",
+    ...                      capture_output=True, text=True, timeout=120)
+    >>> "past the breakpoint, answer = 42" in run.stdout
+    True
     """
     import torch.distributed as dist
 
