@@ -258,7 +258,7 @@ _ABOUT = {
         "handler, so a worker's death is noticed late.",
         "Launch from the main thread (the script's if __name__ == '__main__': block) and run the other "
         "work in the thread instead.",
-        "[08 · Leave nothing behind](../notebooks/08_debugging_and_pitfalls.ipynb#leave-nothing-behind-reap-in-finally-and-where-signals-go)",
+        "[14 · A launcher started off the main thread](../notebooks/14_field_guide_launches_and_ranks.ipynb#a-launcher-started-off-the-main-thread)",
         "torch/distributed/elastic/multiprocessing/api.py (PContext.start); Python docs 'signal: "
         "signals and threads'",
     ),
@@ -267,7 +267,7 @@ _ABOUT = {
         "a launcher started here forwards no SIGTERM/SIGINT to its workers (torchelastic says 'Failed "
         "to register signal handlers ...') and a DataLoader sets no SIGCHLD handler.",
         "Call the launcher from the main thread (in Jupyter: not from a widget callback on a subshell).",
-        "[08 · Leave nothing behind](../notebooks/08_debugging_and_pitfalls.ipynb#leave-nothing-behind-reap-in-finally-and-where-signals-go)",
+        "[14 · A launcher started off the main thread](../notebooks/14_field_guide_launches_and_ranks.ipynb#a-launcher-started-off-the-main-thread)",
         "Python docs 'signal: signals and threads'; torch/distributed/elastic/multiprocessing/api.py",
     ),
     "stack dumps": (
