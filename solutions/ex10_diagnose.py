@@ -17,6 +17,14 @@ SIGNS = [
     ("Bus error", "shm_full"),
     ("Too many open files", "too_many_open_files"),
     ("items of ancdata", "too_many_open_files"),
+    ("NCCL built in", "other_platform"),
+    ("without libuv support", "other_platform"),
+    ("only available on CPU", "other_platform"),
+    ("CUDA tensor received from another process", "cuda_resent"),
+    ("unable to mmap", "map_count"),
+    ("daemonic", "daemonic_worker"),
+    ("pidfd_getfd", "cuda_ipc_container"),
+    ("pin_memory_device is deprecated", "dataloader_option"),
 ]
 
 

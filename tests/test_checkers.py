@@ -61,6 +61,7 @@ WRONG_ANSWERS = [
     ("ex11", "ex11_no_all_reduce", "all-reduce it first"),
     ("ex12", "ex12_whole_model", "not the whole model"),
     ("ex12", "ex12_no_all_gather", "moved only in its own slice"),
+    ("ex13", "ex13_opens_in_init", "opened its file in __init__"),
 ]
 
 # What a pass must end with where the check has a second stage (ex09: real torchrun agents, run
