@@ -4,7 +4,8 @@ Complete ``Records``, a Dataset of the fixed-size records of a file: record ``i`
 offset ``8 * i``, ASCII digits of a number; ``records[i]`` returns that number as an ``int``. A
 ``DataLoader(Records(path, count), num_workers=2)`` with fork workers must return every record
 right. A file opened in ``__init__`` is inherited by every forked worker, which then share its
-offset (notebook 13, section 5): open the file lazily, once in each process that reads.
+offset ([13 · A file opened in __init__](../notebooks/13_field_guide_workers_and_machine.ipynb#a-file-opened-in-init-and-shared-by-fork-workers)):
+open the file lazily, once in each process that reads.
 
 Check with::
 

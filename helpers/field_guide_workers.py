@@ -22,7 +22,14 @@ import mmap
 import os
 import sys
 import time
+from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only: the module stays import-light
+    from multiprocessing.queues import Queue, SimpleQueue
+
+    import torch
 
 __all__ = [
     "platform_facts",
@@ -85,11 +92,27 @@ def torch_text(relative: str, words: str, after: int = 0) -> str:
     return data[start:end].decode()
 
 
-def follow_weights(actor: int, weights, version, lock, seen, rounds: int, deadline: float) -> None:
+def follow_weights(
+    actor: int,
+    weights: torch.Tensor,
+    version: torch.Tensor,
+    lock: AbstractContextManager,
+    seen: Queue,
+    rounds: int,
+    deadline: float,
+) -> None:
     """An actor: each time ``version`` (a shared one-element tensor) moves on, copy the shared
     ``weights`` under ``lock`` and report ``(actor, version, consistent)`` on ``seen``; stop after
     ``rounds`` versions or at the deadline (seconds).
     [13 · Weights to actors](../notebooks/13_field_guide_workers_and_machine.ipynb#weights-from-a-trainer-to-actors).
+
+    In this process, with version 1 already published (a thread's lock and queue stand in):
+
+    >>> import queue, threading, torch
+    >>> seen = queue.Queue()
+    >>> follow_weights(0, torch.ones(4), torch.tensor(1), threading.Lock(), seen, rounds=1, deadline=5)
+    >>> seen.get(timeout=5)
+    (0, 1, True)
     """
     import torch
 
@@ -126,6 +149,9 @@ class SentOnce:
 def maps_of_this_process() -> int:
     """How many memory mappings this process has (lines of /proc/self/maps; Linux).
     [13 · The map count](../notebooks/13_field_guide_workers_and_machine.ipynb#unable-to-mmap-cannot-allocate-memory-12-the-map-count).
+
+    >>> sys.platform != "linux" or maps_of_this_process() > 0
+    True
     """
     with open("/proc/self/maps") as maps:
         return sum(1 for _ in maps)
@@ -151,10 +177,19 @@ def _fill_map_table(leave: int) -> None:
         libc.mprotect(base + 2 * i * page, page, mmap.PROT_READ)
 
 
-def shared_storages_until_full(rank: int, leave: int, results) -> None:
+def shared_storages_until_full(rank: int, leave: int, results: SimpleQueue) -> None:
     """In a child: use up the map table but ``leave`` entries, then share one small tensor after
     another, as a Queue's ``put`` does, until a mapping is refused; report how many, and the error.
     [13 · The map count](../notebooks/13_field_guide_workers_and_machine.ipynb#unable-to-mmap-cannot-allocate-memory-12-the-map-count).
+    Linux only; never call it in a process you keep (it fills that process's map table).
+
+    >>> import multiprocessing
+    >>> ctx = multiprocessing.get_context("fork")  # doctest: +SKIP
+    >>> results = ctx.SimpleQueue()  # doctest: +SKIP
+    >>> child = ctx.Process(target=shared_storages_until_full, args=(0, 40, results))  # doctest: +SKIP
+    >>> child.start(); made, error = results.get(); child.join(timeout=60)  # doctest: +SKIP
+    >>> "Cannot allocate memory (12)" in error  # doctest: +SKIP
+    True
     """
     import torch
 
