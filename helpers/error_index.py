@@ -37,6 +37,18 @@ CASES: dict[str, str] = {
     "signal_off_main_thread": "a launcher in a thread: [14 · Off the main thread](../notebooks/14_field_guide_launches_and_ranks.ipynb#a-launcher-started-off-the-main-thread)",  # noqa: E501
     "global_from_main_block": "a global made under the main guard: [14 · NameError under forkserver](../notebooks/14_field_guide_launches_and_ranks.ipynb#nameerror-in-a-worker-under-forkserver-python-3-14-s-default)",  # noqa: E501
     "lock_across_contexts": "a lock of another context: [14 · Appendix D](../notebooks/14_field_guide_launches_and_ranks.ipynb#appendix-d-python-3-14-s-forkserver-beyond-the-guard)",  # noqa: E501
+    "other_platform": "Windows or macOS: [13 · Windows and macOS]("
+    "../notebooks/13_field_guide_workers_and_machine.ipynb#windows-and-macos-what-this-torch-has)",
+    "cuda_resent": "a CUDA tensor sent on: [13 · Weights to actors]("
+    "../notebooks/13_field_guide_workers_and_machine.ipynb#weights-from-a-trainer-to-actors)",
+    "map_count": "one mapping per shared storage: [13 · The map count]("
+    "../notebooks/13_field_guide_workers_and_machine.ipynb#unable-to-mmap-cannot-allocate-memory-12-the-map-count)",
+    "daemonic_worker": "a process started in a DataLoader worker: [13 · Daemonic]("
+    "../notebooks/13_field_guide_workers_and_machine.ipynb#daemonic-processes-are-not-allowed-to-have-children)",
+    "cuda_ipc_container": "CUDA IPC in a container: [13 · Appendix B]("
+    "../notebooks/13_field_guide_workers_and_machine.ipynb#appendix-b-cuda-between-processes-on-a-gpu)",
+    "dataloader_option": "a DataLoader option: [13 · Appendix E]("
+    "../notebooks/13_field_guide_workers_and_machine.ipynb#appendix-e-three-dataloader-options)",
 }
 """The cases of notebook 10 (and the errors that other notebooks explain), by name."""
 
@@ -234,6 +246,79 @@ ERROR_INDEX: tuple[IndexEntry, ...] = (
         "appendix-d-python-3-14-s-forkserver-beyond-the-guard",
         'a Lock, Event, Semaphore or Queue of `get_context("fork")` passed to a spawn or forkserver child:'
         " make it with the child's context",
+    ),
+    IndexEntry(
+        "RuntimeError: Distributed package doesn't have NCCL built in",
+        "other_platform",
+        "13_field_guide_workers_and_machine.ipynb",
+        "windows-and-macos-what-this-torch-has",
+        '`backend="nccl"` on a build without NCCL (Windows, macOS, CPU-only builds): use gloo there',
+    ),
+    IndexEntry(
+        "RuntimeError: use_libuv was requested but PyTorch was built without libuv support, run with USE_LIBUV=0 "
+        "to disable it.",
+        "other_platform",
+        "13_field_guide_workers_and_machine.ipynb",
+        "windows-and-macos-what-this-torch-has",
+        "a TCPStore (torchrun's too) asks for libuv, the default since torch 2.4, on a Windows build without it:"
+        " `USE_LIBUV=0` (older torch: `was build without libuv support`)",
+    ),
+    IndexEntry(
+        "RuntimeError: _share_filename_: only available on CPU",
+        "other_platform",
+        "13_field_guide_workers_and_machine.ipynb",
+        "windows-and-macos-what-this-torch-has",
+        "a non-CPU tensor (MPS on macOS) through a queue or out of a DataLoader worker: sharing by file name"
+        " is for CPU storages; return CPU tensors, move batches in the loop",
+    ),
+    IndexEntry(
+        "Attempted to send CUDA tensor received from another process; this is not currently supported. "
+        "Consider cloning before sending.",
+        "cuda_resent",
+        "13_field_guide_workers_and_machine.ipynb",
+        "weights-from-a-trainer-to-actors",
+        "a process re-sends a CUDA tensor it only received (a `Manager().Queue()`'s server does, in a"
+        " `RemoteError`): a torch Queue from the sender, or `clone()` before sending on",
+    ),
+    IndexEntry(
+        "RuntimeError: unable to mmap 4 bytes from file </torch_4242_1234_43>: Cannot allocate memory (12)",
+        "map_count",
+        "13_field_guide_workers_and_machine.ipynb",
+        "unable-to-mmap-cannot-allocate-memory-12-the-map-count",
+        "the process holds `vm.max_map_count` mappings (one per shared storage), memory to spare: fewer,"
+        " larger storages, or raise the sysctl",
+    ),
+    IndexEntry(
+        "AssertionError: daemonic processes are not allowed to have children",
+        "daemonic_worker",
+        "13_field_guide_workers_and_machine.ipynb",
+        "daemonic-processes-are-not-allowed-to-have-children",
+        "a DataLoader worker (a daemon) starts a process: a pool, a library's workers, a compile; do it in"
+        " the main process",
+    ),
+    IndexEntry(
+        "RuntimeError: Inductor async compile process pools are disabled in daemonic multiprocessing processes.",
+        "daemonic_worker",
+        "13_field_guide_workers_and_machine.ipynb",
+        "appendix-c-inductor-s-compile-workers",
+        "`torch.compile` in a DataLoader worker with a multiprocessing `worker_start_method`: compile in the"
+        " main process, or `TORCHINDUCTOR_WORKER_START=subprocess`",
+    ),
+    IndexEntry(
+        "The kernel on this machine does not support the pidfd_getfd syscall needed to use IPC for CUDA tensors "
+        "when expandable_segments:True is set.",
+        "cuda_ipc_container",
+        "13_field_guide_workers_and_machine.ipynb",
+        "appendix-b-cuda-between-processes-on-a-gpu",
+        "CUDA IPC with `expandable_segments` where `pidfd_getfd` is missing or denied (old kernel, a"
+        " container without ptrace): `expandable_segments:False`, or allow ptrace",
+    ),
+    IndexEntry(
+        "UserWarning: pin_memory_device is deprecated, the current accelerator will be used as the device",
+        "dataloader_option",
+        "13_field_guide_workers_and_machine.ipynb",
+        "appendix-e-three-dataloader-options",
+        "`DataLoader(pin_memory_device=...)` is deprecated and ignored (torch 2.15.0: the current accelerator pins): drop it",
     ),
 )
 """The index of error messages (docs/errors.md,

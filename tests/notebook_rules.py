@@ -79,6 +79,7 @@ TAUGHT = {
     "10": ["Join"],
     "11": ["broadcast", "all_reduce", "world_size", "init_process_group", "destroy_process_group"],
     "12": ["init_device_mesh", "fully_shard", "to_local"],
+    "13": ["share_memory_", "Lock", "clone"],
     "14": ["signal", "SIGHUP", "basicConfig"],
 }
 

@@ -43,6 +43,7 @@ from helpers.checkers.ex09_node_roles import check_ex09
 from helpers.checkers.ex10_diagnose import check_ex10
 from helpers.checkers.ex11_gradient_hooks import check_ex11
 from helpers.checkers.ex12_zero1_step import check_ex12
+from helpers.checkers.ex13_reader_per_worker import check_ex13
 from helpers.checkers.ex14_worker_logging import check_ex14
 
 __all__ = [
@@ -61,6 +62,7 @@ __all__ = [
     "check_ex10",
     "check_ex11",
     "check_ex12",
+    "check_ex13",
     "check_ex14",
     "CHECKERS",
 ]
@@ -79,6 +81,7 @@ CHECKERS: dict[str, Callable[..., CheckResult]] = {
     "ex10": check_ex10,
     "ex11": check_ex11,
     "ex12": check_ex12,
+    "ex13": check_ex13,
     "ex14": check_ex14,
 }
 """Every checker by exercise id, e.g. ``CHECKERS["ex02"]()`` checks ``exercises/ex02_shared_tensor.py``."""

@@ -1,0 +1,82 @@
+"""Exercise 13 (notebook 13): a Dataset that opens its file once per worker, never in ``__init__``."""
+
+from __future__ import annotations
+
+import io
+import tempfile
+import warnings
+from pathlib import Path
+from types import ModuleType
+
+from helpers.checkers.core import CheckResult, Incorrect, NotAttempted, Report, first_line, run_check
+from helpers.field_guide_workers import write_records
+from helpers.launch import FAST_METHOD
+
+__all__ = ["check_ex13"]
+
+SECONDS = 2
+"""About how long a passing check takes, in seconds, on an idle 2-core machine."""
+
+COUNT = 30
+"""Records in the file the check writes."""
+
+WORKERS = (2, 0)
+"""The DataLoaders the check reads with: two workers (forked where the platform can), then none."""
+
+
+def _open_handles(dataset: object) -> list[str]:
+    """The attributes of ``dataset`` that hold an open file (what every forked worker would share)."""
+    return [
+        name for name, value in vars(dataset).items() if isinstance(value, io.IOBase) and not value.closed
+    ]
+
+
+def _read(mod: ModuleType, path: Path, workers: int, timeout: float) -> list[int]:
+    """Every record a DataLoader with ``workers`` workers reads from ``mod.Records``."""
+    from torch.utils.data import DataLoader
+
+    options = {"multiprocessing_context": FAST_METHOD, "timeout": timeout} if workers else {}
+    try:
+        with warnings.catch_warnings():  # "suggested max number of worker" on a small machine
+            warnings.filterwarnings("ignore", message="This DataLoader will create")
+            loader = DataLoader(
+                mod.Records(str(path), COUNT), batch_size=None, num_workers=workers, **options
+            )
+            return [int(x) for x in loader]
+    except NotImplementedError:
+        raise NotAttempted from None
+    except Exception as exc:
+        raise Incorrect(f"{workers} workers: {type(exc).__name__}: {first_line(str(exc))}") from None
+
+
+def check_ex13(module: str = "exercises.ex13_reader_per_worker", timeout: float = 60.0) -> CheckResult:
+    """Check exercise 13: no file opened in ``__init__``, and every record right with and without workers.
+
+    Notebook 13, its closing programming exercise.
+
+    >>> check_ex13("solutions.ex13_reader_per_worker").passed
+    True
+    """
+
+    def body(mod: ModuleType, report: Report) -> None:
+        with tempfile.TemporaryDirectory(prefix="ex13-") as folder:
+            path = write_records(Path(folder) / "records", COUNT)
+            dataset = mod.Records(str(path), COUNT)
+            handles = _open_handles(dataset)
+            for handle in handles:
+                getattr(dataset, handle).close()
+            if handles:
+                raise Incorrect(
+                    f"Records opened its file in __init__ (self.{handles[0]}): every forked worker inherits "
+                    "that one handle and its offset. Keep the path in __init__, open on the first read "
+                    "in each process (compare os.getpid() with the pid that opened it)"
+                )
+            report.ok("__init__ keeps the path, opens nothing")
+            for workers in WORKERS:
+                got = _read(mod, path, workers, timeout)
+                if got != list(range(COUNT)):
+                    wrong = [i for i, g in enumerate(got) if g != i][:5]
+                    raise Incorrect(f"{workers} workers: records {wrong} came back wrong (got {got[:8]}...)")
+                report.ok(f"{workers} workers: all {COUNT} records right")
+
+    return run_check("ex13", module, ("Records.__getitem__",), body, SECONDS)
