@@ -39,11 +39,10 @@ import os
 REPOSITORY = "{repository}"
 if importlib.util.find_spec("helpers") is None:
     if "COLAB_RELEASE_TAG" in os.environ or "KAGGLE_KERNEL_RUN_TYPE" in os.environ:
-        %pip install --quiet "torch-mp-notebooks @ git+{{REPOSITORY}}"
+        %pip install --quiet git+{{REPOSITORY}}
         importlib.invalidate_caches()
     else:
-        install = f"pip install 'torch-mp-notebooks @ git+{{REPOSITORY}}'"
-        raise ModuleNotFoundError(f"No module named 'helpers': {{install}}, then restart the kernel")
+        raise ModuleNotFoundError(f"No module named 'helpers': pip install git+{{REPOSITORY}}, then restart")
 from helpers.resources import pattern_path"""
 
 
