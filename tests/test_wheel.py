@@ -128,7 +128,7 @@ def test_the_wheel_carries_helpers_and_every_file_the_notebooks_read(wheel):
     assert "Requires-Dist: torch>=2.11" in metadata and "Requires-Python: >=3.10" in metadata
 
 
-@pytest.mark.timeout(2400)
+@pytest.mark.timeout(3600)
 def test_every_notebook_runs_from_an_empty_folder_with_the_wheel_installed(wheel, outside):
     python = fresh_venv(outside / "env")
     run([str(python), "-m", "pip", "install", "--no-deps", "--no-index", str(wheel)], 300)
@@ -149,20 +149,22 @@ def test_every_notebook_runs_from_an_empty_folder_with_the_wheel_installed(wheel
         notebooks = [nb for nb in notebooks if nb.name[:2] in only.split(",")]
     for notebook in notebooks:
         shutil.copy2(notebook, learner / notebook.name)
-    probe = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(PROBE.format(venv=outside / "env"))])
+    probe = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell(PROBE.format(venv=str(outside / "env")))]
+    )
     probe.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(probe, learner / "zz_installed_from.ipynb")
     (learner / "pytest.ini").write_text("[pytest]\n")  # this folder is pytest's root: no conftest of ours
     command = [str(python), "-m", "pytest", ".", "--nbmake", "--nbmake-timeout=300", "-n", "2"]
     command += ["-p", "no:cacheprovider", "-q"]
-    done = run(command, 2100, cwd=learner, env=clean_env())
+    done = run(command, 3000, cwd=learner, env=clean_env())
     print(done.stdout[-1500:])
     assert f"{len(notebooks) + 1} passed" in done.stdout
 
-    # A learner's file next to the notebooks: the starter the exercise cell wrote, then edited.
-    assert (learner / "ex07_iterable_sharding.py").read_text() == (
-        ROOT / "exercises/ex07_iterable_sharding.py"
-    ).read_text()
+    # A learner's file next to the notebooks: the starter notebook 07's exercise cell wrote, then edited.
+    if not only:
+        starter = (ROOT / "exercises" / "ex07_iterable_sharding.py").read_text()
+        assert (learner / "ex07_iterable_sharding.py").read_text() == starter
     untouched = run([str(python), "-c", CHECK, "ex07"], 300, cwd=learner, env=clean_env()).stdout
     assert (
         "ex07: not attempted yet" in untouched
