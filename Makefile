@@ -21,7 +21,7 @@ STAMP := $(VENV)/.installed-torch-$(TORCH_VERSION)-$(TORCH_BUILD)
 CELL_TIMEOUT ?= 180
 
 .PHONY: setup lab test lint unit notebooks e2e html clean test-spawn test-forkserver unit-spawn unit-forkserver docs api-docs \
-	test-cluster lock
+	test-cluster test-wheel lock
 
 setup: $(STAMP)
 
@@ -84,7 +84,7 @@ test:
 	@$(PY) tools/clean_check.py compare $(CLEAN)
 
 unit: $(STAMP)
-	$(PY) -m pytest tests helpers --doctest-modules -m "not browser" $(XDIST)
+	$(PY) -m pytest tests helpers --doctest-modules -m "not browser and not wheel" $(XDIST)
 
 # Only the browser test: every notebook run through JupyterLab's UI in Debian's Chromium
 # (`apt-get install chromium`; .ci/run installs it). Screenshots land in a temp dir it prints.
@@ -112,13 +112,22 @@ test-spawn test-forkserver: test-%: $(STAMP)
 	@$(PY) tools/clean_check.py compare $(CLEAN)
 
 unit-spawn unit-forkserver: unit-%: $(STAMP)
-	MP_DEFAULT_START_METHOD=$* $(PY) -m pytest tests helpers --doctest-modules -m "not browser" $(XDIST)
+	MP_DEFAULT_START_METHOD=$* $(PY) -m pytest tests helpers --doctest-modules -m "not browser and not wheel" $(XDIST)
 
 # Notebook 09's Ray Train run (scripts/train_ray.py): the optional `cluster` extra (Ray, large, so
 # not part of `make setup`) and its test, bounded by the test's own timeout.
 test-cluster: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[cluster]'
 	$(PY) -m pytest tests/test_cluster_ray.py
+
+# The series installed like a library (tests/test_wheel.py, marker `wheel`, deselected elsewhere): a wheel
+# built from a copy of the checkout, installed into a fresh venv in a temporary directory outside the
+# repository (torch and the other dependencies borrowed from .venv, the project itself not), every
+# notebook run under nbmake from an empty folder, an exercise checked there, and the setup cell's
+# Colab/Kaggle install from a local git repository. Its temporary directory is the system's, never
+# the repository's. WHEEL_TEST_NOTEBOOKS=01,06 runs only those notebooks (while iterating).
+test-wheel: $(STAMP)
+	@$(call TIMED,wheel) $(PY) -m pytest tests/test_wheel.py -m wheel -p no:cacheprovider --durations=5
 
 # Refreshes the lock from the package index: the newest versions pyproject.toml allows, for every
 # Python from the oldest tested one (helpers.environment.TESTED_PYTHONS; tests/test_project.py keeps

@@ -28,6 +28,7 @@ from typing import TextIO
 import torch
 
 from helpers.cuda import cuda_present, gpu_check_exit_code, gpu_info, run_gpu_demos
+from helpers.resources import transcript_path
 
 __all__ = [
     "format_transcript",
@@ -37,8 +38,7 @@ __all__ = [
     "main",
 ]
 
-ROOT = Path(__file__).resolve().parent.parent
-_TRANSCRIPT = ROOT / "notebooks" / "transcripts" / "04_fork_and_cuda.txt"
+_TRANSCRIPT = "04_fork_and_cuda.txt"  # helpers.resources finds it, in the clone or the installed package
 _TRANSCRIPT_COMMAND = (
     "PYTHONPATH=. python -m helpers.cuda_transcript --output notebooks/transcripts/04_fork_and_cuda.txt"
 )
@@ -182,7 +182,7 @@ def read_transcript(path: Path | str | None = None) -> tuple[dict, str] | None:
     >>> read_transcript("/nonexistent/transcript.txt") is None
     True
     """
-    path = Path(path) if path is not None else _TRANSCRIPT
+    path = Path(path) if path is not None else transcript_path(_TRANSCRIPT)
     if not path.is_file():
         return None
     return _read_transcript_text(path.read_text())

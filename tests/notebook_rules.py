@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from helpers.processes import linux_only
 from helpers.source import source_text
 from tools.notebook_model import ROOT, Notebook, notebooks
+from tools.setup_cell import setup_cell as setup_cell_text
 
 MAIN_PATH_MINUTES = 20
 APPENDIX_MINUTES = 10
@@ -56,6 +57,7 @@ LINUX_ONLY = {
     "probes",
 }
 OTHER_PLATFORMS = ("darwin", "win32")
+SETUP_CELL = setup_cell_text()
 # What each notebook's main path teaches, which its pattern must contain: identifiers (a name, an
 # attribute, a keyword argument, an import, a string such as an environment variable's name) and
 # calls written as their source's ending (``.put(None)``: the sentinel). Each is also checked to be
@@ -280,16 +282,22 @@ def pattern(nb: Notebook) -> list[str]:
     if nb.number == "00":
         return []
     mine = [use for use in nb.pattern_uses if use.number == nb.number]
+    wanted = f'pattern_path("{nb.number}_*.py")'
     if not mine:
-        return [f"no code cell of the main path names ../patterns/{nb.number}_*.py"]
-    problems = [f"{use.written} does not exist" for use in mine if not use.path.is_file()]
+        return [f"no code cell of the main path calls {wanted} (a pattern file of patterns/)"]
+    problems = [f"patterns/{use.written} does not exist" for use in mine if not use.path.is_file()]
     if not any(use.shown for use in mine):
-        problems.append(f"the main path does not call show_script on ../patterns/{nb.number}_*.py")
+        problems.append(f"the main path does not call show_script on {wanted}")
     if not any(use.run for use in mine):
-        problems.append(
-            f"no code cell of the main path runs ../patterns/{nb.number}_*.py with subprocess.run"
-        )
+        problems.append(f"no code cell of the main path runs {wanted} with subprocess.run")
     return problems
+
+
+def setup_cell(nb: Notebook) -> list[str]:
+    first = next((cell for cell in nb.cells if cell.kind == "code"), None)
+    if first is not None and first.source == SETUP_CELL:
+        return []
+    return ["the first code cell is not the setup cell: run `python -m tools.setup_cell --write`"]
 
 
 def names_used(tree: ast.Module) -> set[str]:
@@ -332,9 +340,14 @@ def exercise(nb: Notebook) -> list[str]:
     if not mine:
         return [f"names no programming exercise exercises/ex{nb.number}_*.py"]
     folders = ("exercises", "solutions", "helpers/checkers")
-    return [
+    problems = [
         f"{folder}/{mine[0]} does not exist" for folder in folders if not (ROOT / folder / mine[0]).is_file()
     ]
+    if "start_exercise" not in nb.call_names:
+        problems.append(
+            f'the checker is not given the learner\'s file: check_ex{nb.number}(start_exercise("ex{nb.number}"))'
+        )
+    return problems
 
 
 def listed(nb: Notebook) -> list[str]:
@@ -360,6 +373,11 @@ RULES = [
         "committed-clean",
         "valid nbformat 4, the `python3` kernel, committed without outputs",
         committed_clean,
+    ),
+    Rule(
+        "setup-cell",
+        "the first code cell is the setup cell of `tools/setup_cell.py` (`python -m tools.setup_cell --write`)",
+        setup_cell,
     ),
     Rule(
         "header",
@@ -408,7 +426,8 @@ RULES = [
     ),
     Rule(
         "pattern",
-        "the main path shows `../patterns/NN_*.py` with `show_script` and runs it with `subprocess.run`",
+        'the main path shows `pattern_path("NN_*.py")` (a file of `patterns/`) with `show_script` and runs '
+        "it with `subprocess.run`",
         pattern,
     ),
     Rule(
@@ -416,7 +435,12 @@ RULES = [
         "the pattern contains, and the main path names, the notebook's row of `TAUGHT`",
         pattern_teaches,
     ),
-    Rule("exercise", "names `exercises/exNN_*.py`, which has a solution and a checker", exercise),
+    Rule(
+        "exercise",
+        "names `exercises/exNN_*.py`, which has a solution and a checker, and checks it with "
+        '`check_exNN(start_exercise("exNN"))`',
+        exercise,
+    ),
     Rule("listed", "linked from notebook 00's map and named in README.md's table", listed),
 ]
 

@@ -284,3 +284,19 @@ def test_the_exercise_modules_use_only_the_public_names_of_the_core():
         if alias.name.startswith("_")
     ]
     assert not private, private
+
+
+def test_start_exercise_writes_the_starter_once_and_the_checker_grades_that_file(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys, "path", list(sys.path))  # importable() puts the folder on sys.path
+    path = checkers.start_exercise("ex10", folder=tmp_path)
+    assert path == tmp_path / "ex10_diagnose.py"
+    assert path.read_text() == (Path(exercises.__file__).parent / "ex10_diagnose.py").read_text()
+    untouched = checkers.check_ex10(path)
+    assert not untouched.attempted and untouched.path == str(path)
+    path.write_text((Path(solutions.__file__).parent / "ex10_diagnose.py").read_text())  # the learner's work
+    assert checkers.start_exercise("ex10", folder=tmp_path) == path  # kept, not overwritten
+    importlib.invalidate_caches()
+    graded = checkers.check_ex10(path)
+    assert graded.passed and f"graded: {path}" in str(graded)
+    with pytest.raises(ValueError, match="names 13 exercise files"):
+        checkers.start_exercise("ex")

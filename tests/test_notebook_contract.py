@@ -196,28 +196,38 @@ def test_the_guard_rule_wants_linux_only_names_guarded_and_a_skip_line_elsewhere
     ]
 
 
-def test_the_pattern_rule_wants_the_pattern_shown_and_run_on_the_main_path(tmp_path):
+def patterns_in(tmp_path: Path, monkeypatch) -> Path:
+    """A ``patterns`` folder of the test's own, where ``pattern_path`` names are looked up."""
+    monkeypatch.setattr("tools.notebook_model.data_folder", lambda kind: tmp_path / kind)
     (tmp_path / "patterns").mkdir()
-    (tmp_path / "patterns" / "99_probe.py").write_text("print('done')\n")
+    return tmp_path / "patterns"
+
+
+def test_the_pattern_rule_wants_the_pattern_shown_and_run_on_the_main_path(tmp_path, monkeypatch):
+    (patterns_in(tmp_path, monkeypatch) / "99_probe.py").write_text("print('done')\n")
     folder = tmp_path / "notebooks"
-    show = 'from helpers.source import show_script\nPATTERN = "../patterns/99_probe.py"\nshow_script(PATTERN)'
+    show = (
+        'from helpers.source import show_script\nPATTERN = pattern_path("99_probe.py")\nshow_script(PATTERN)'
+    )
     run = "done = subprocess.run([sys.executable, PATTERN, 'spawn'], capture_output=True, timeout=120)"
     assert notebook_rules.pattern(probe(show, run, folder=folder)) == []
     assert notebook_rules.pattern(probe("## Appendix: the pattern", show, run, folder=folder)) == [
-        "no code cell of the main path names ../patterns/99_*.py"
+        'no code cell of the main path calls pattern_path("99_*.py") (a pattern file of patterns/)'
     ]
     assert notebook_rules.pattern(probe(show, folder=folder)) == [
-        "no code cell of the main path runs ../patterns/99_*.py with subprocess.run"
+        'no code cell of the main path runs pattern_path("99_*.py") with subprocess.run'
     ]
     renamed = [c.replace("99_probe", "99_other") for c in (show, run)]
-    assert notebook_rules.pattern(probe(*renamed, folder=folder)) == [
-        "../patterns/99_other.py does not exist"
+    assert notebook_rules.pattern(probe(*renamed, folder=folder)) == ["patterns/99_other.py does not exist"]
+    # The old idiom, a path relative to the notebook, no longer counts: copied elsewhere it breaks.
+    relative = show.replace('pattern_path("99_probe.py")', '"../patterns/99_probe.py"')
+    assert notebook_rules.pattern(probe(relative, run, folder=folder)) == [
+        'no code cell of the main path calls pattern_path("99_*.py") (a pattern file of patterns/)'
     ]
 
 
 def test_the_taught_rule_wants_each_call_in_the_pattern_and_on_the_main_path(tmp_path, monkeypatch):
-    (tmp_path / "patterns").mkdir()
-    (tmp_path / "patterns" / "99_probe.py").write_text(
+    (patterns_in(tmp_path, monkeypatch) / "99_probe.py").write_text(
         "q = ctx.Queue()\nq.put(None)\nctx.get_context('spawn')\n"
     )
     monkeypatch.setitem(
@@ -225,7 +235,7 @@ def test_the_taught_rule_wants_each_call_in_the_pattern_and_on_the_main_path(tmp
     )
     nb = probe(
         "md:`mp.get_context(method)`, then `q.put(None)` ends the stream.",
-        'PATTERN = "../patterns/99_probe.py"',
+        'PATTERN = pattern_path("99_probe.py")',
         "## Appendix: exit codes\n\n`child.exitcode` says how it ended.",
         folder=tmp_path / "notebooks",
     )

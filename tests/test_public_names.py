@@ -2,7 +2,7 @@
 
 A name in a module's ``__all__`` must be used (as code, not in a docstring) by a notebook, a script,
 the coursework, an exercise or its solution, a Python example in the README or docs/, or another ``helpers``
-module. A public name nobody uses is either dead code or a lesson that lost its notebook: remove it
+module (or setup.py, the build step). A public name nobody uses is either dead code or a lesson that lost its notebook: remove it
 (and note it in CHANGELOG.md), or use it where it teaches something.
 
 One narrow rule covers command lines: a module that README.md, docs/ or a notebook runs as
@@ -75,6 +75,7 @@ def users() -> dict[str, set[str]]:
     for folder in ("scripts", "tools", "coursework", "exercises", "solutions", "helpers"):
         for path in sorted((ROOT / folder).rglob("*.py")):
             sources[str(path.relative_to(ROOT))] = names_in_code(path.read_text())
+    sources["setup.py"] = names_in_code((ROOT / "setup.py").read_text())  # the wheel's build step
     for index, (page, example) in enumerate(page_examples()):
         sources[f"{page} example {index}"] = names_in_code(example)
     commands = shown_commands()

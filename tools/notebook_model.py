@@ -29,6 +29,7 @@ from pathlib import Path
 
 import nbformat
 
+from helpers.resources import data_folder
 from helpers.source import source_text
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,7 +42,8 @@ ANCHOR = re.compile(r'^\s*<a\s+id="([^"]+)"\s*>\s*</a>\s*$')
 FENCE = re.compile(r"^ {0,3}(```|~~~)")
 MERMAID = re.compile(r"^ {0,3}```mermaid[ \t]*\n(.*?)^ {0,3}```[ \t]*$", re.MULTILINE | re.DOTALL)
 FIELD = re.compile(r"^- \*\*([^*:]+):\*\*[ \t]*(.*)$")
-PATTERN_PATH = re.compile(r"\.\./patterns/(\d\d)_\w+\.py")
+PATTERN_NAME = re.compile(r"(\d\d)_\w+\.py")  # pattern_path("NN_x.py"): helpers.resources finds the file
+SETUP_MARK = "# Setup: "  # the first code cell of every notebook (tools/setup_cell.py): not read, not counted
 EXERCISE = re.compile(r"\bexercises/(ex\d\d_\w+\.py)")
 
 # Calls that run their first argument (or fn=/target=/func=/worker_init_fn=) in another process.
@@ -239,7 +241,7 @@ class Started:
 
 @dataclass(frozen=True)
 class PatternUse:
-    """A ``../patterns/NN_x.py`` string on the main path, and whether the main path shows and runs it."""
+    """A ``pattern_path("NN_x.py")`` call on the main path, and whether the main path shows and runs it."""
 
     written: str
     path: Path
@@ -248,7 +250,7 @@ class PatternUse:
 
     @property
     def number(self) -> str:
-        return PATTERN_PATH.fullmatch(self.written)[1]
+        return PATTERN_NAME.fullmatch(self.written)[1]
 
 
 @dataclass(frozen=True)
@@ -442,40 +444,60 @@ def _string_constants(cells: list[Cell]) -> dict[str, str]:
     }
 
 
-def _scripts_shown(cell: Cell, strings: dict[str, str], folder: Path) -> list[Path]:
-    """The files a code cell's ``show_script(...)`` calls display (those that exist)."""
+def _pattern_name(node: ast.AST) -> str | None:
+    """``"NN_x.py"`` when ``node`` is a ``pattern_path("NN_x.py")`` call, else None."""
+    if (
+        isinstance(node, ast.Call)
+        and ast.unparse(node.func).endswith("pattern_path")
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+        and isinstance(node.args[0].value, str)
+        and PATTERN_NAME.fullmatch(node.args[0].value)
+    ):
+        return node.args[0].value
+    return None
+
+
+def _pattern_names(cells: list[Cell]) -> dict[str, str]:
+    """``NAME = pattern_path("NN_x.py")`` assignments of the cells: each name and the pattern it holds."""
+    return {
+        target.id: name
+        for cell in cells
+        for node in ast.walk(cell.tree)
+        if isinstance(node, ast.Assign) and (name := _pattern_name(node.value))
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+
+
+def _scripts_shown(cell: Cell, strings: dict[str, str], patterns: dict[str, str], folder: Path) -> list[Path]:
+    """The files a code cell's ``show_script(...)`` calls display (those that exist): a pattern
+    (``pattern_path(...)`` or a name holding one), or a path (a string or a name holding one)."""
     paths = []
     for node in ast.walk(cell.tree):
         if isinstance(node, ast.Call) and node.args and ast.unparse(node.func).endswith("show_script"):
-            arg = node.args[0]
-            name = arg.value if isinstance(arg, ast.Constant) else strings.get(getattr(arg, "id", ""))
-            if isinstance(name, str) and (folder / name).is_file():
-                paths.append(folder / name)
+            arg, name = node.args[0], getattr(node.args[0], "id", "")
+            pattern = _pattern_name(arg) or patterns.get(name)
+            path = data_folder("patterns") / pattern if pattern else None
+            if path is None:
+                text = arg.value if isinstance(arg, ast.Constant) else strings.get(name)
+                path = folder / text if isinstance(text, str) else None
+            if path is not None and path.is_file():
+                paths.append(path)
     return paths
 
 
-def _pattern_uses(main: tuple[Cell, ...], folder: Path) -> tuple[PatternUse, ...]:
+def _pattern_uses(main: tuple[Cell, ...]) -> tuple[PatternUse, ...]:
     code = [cell for cell in main if cell.kind == "code"]
-    strings = _string_constants(code)
+    names = _pattern_names(code)
     calls = [node for cell in code for node in ast.walk(cell.tree) if isinstance(node, ast.Call)]
-    written = sorted(
-        {
-            node.value
-            for cell in code
-            for node in ast.walk(cell.tree)
-            if isinstance(node, ast.Constant)
-            and isinstance(node.value, str)
-            and PATTERN_PATH.fullmatch(node.value)
-        }
-    )
     uses = []
-    for text in written:
-        names = {name for name, value in strings.items() if value == text}
+    for written in sorted({_pattern_name(node) for node in calls} - {None}):
+        holders = {name for name, value in names.items() if value == written}
 
-        def mentions(node: ast.AST, text=text, names=names) -> bool:
+        def mentions(node: ast.AST, written=written, holders=holders) -> bool:
             return any(
-                (isinstance(n, ast.Constant) and n.value == text)
-                or (isinstance(n, ast.Name) and n.id in names)
+                _pattern_name(n) == written or (isinstance(n, ast.Name) and n.id in holders)
                 for n in ast.walk(node)
             )
 
@@ -483,12 +505,14 @@ def _pattern_uses(main: tuple[Cell, ...], folder: Path) -> tuple[PatternUse, ...
             ast.unparse(c.func).endswith("show_script") and c.args and mentions(c.args[0]) for c in calls
         )
         run = any(ast.unparse(c.func) == "subprocess.run" and mentions(c) for c in calls)
-        uses.append(PatternUse(text, (folder / text).resolve(), shown, run))
+        uses.append(PatternUse(written, data_folder("patterns") / written, shown, run))
     return tuple(uses)
 
 
 def _reading_time(notebook_cells, main, appendices, shown, folder) -> ReadingTime:
-    strings = _string_constants([cell for cell in notebook_cells if cell.kind == "code"])
+    code = [cell for cell in notebook_cells if cell.kind == "code"]
+    strings, patterns = _string_constants(code), _pattern_names(code)
+    setup = code[0].index if code and code[0].source.startswith(SETUP_MARK) else None
 
     listed = {}  # code cell -> lines its show_source listings display
     for item in shown:
@@ -498,7 +522,9 @@ def _reading_time(notebook_cells, main, appendices, shown, folder) -> ReadingTim
         if cell.kind == "markdown":  # as rendered: the invisible <a id="..."></a> lines left out
             shown_text = "\n".join(line for line in cell.source.splitlines() if not ANCHOR.match(line))
             return len(shown_text.split()) / WORDS_PER_MINUTE
-        scripts = sum(non_blank(p.read_text()) for p in _scripts_shown(cell, strings, folder))
+        if cell.index == setup:  # the same in every notebook: not part of the lesson
+            return 0.0
+        scripts = sum(non_blank(p.read_text()) for p in _scripts_shown(cell, strings, patterns, folder))
         return (non_blank(cell.source) + listed.get(cell.code_index, 0) + scripts) / CODE_LINES_PER_MINUTE
 
     return ReadingTime(
@@ -550,7 +576,7 @@ def parse(nb: nbformat.NotebookNode, path: Path) -> Notebook:
         shown=tuple(shown),
         started=tuple(started),
         call_names=frozenset(calls),
-        pattern_uses=_pattern_uses(main, path.parent),
+        pattern_uses=_pattern_uses(main),
         diagrams=tuple(
             Diagram(block, cell.index in main_indexes)
             for cell in markdown

@@ -7,7 +7,9 @@ whose ``feedback`` names the typical mistake it found. A file still holding the 
 ``raise NotImplementedError`` gets a "not attempted yet" result, never an exception, so a
 notebook that calls a checker still runs top to bottom. Nothing is left running afterwards.
 
-Pass another module name to check it instead (the reference solutions live in ``solutions``).
+Pass another module name to check it instead (the reference solutions live in ``solutions``), or
+the path of a file: outside a clone, ``start_exercise("ex03")`` writes the starter next to the
+notebook and returns its path, and ``check_ex03(path)`` grades that file (the result names it).
 
 The package is a small core (:mod:`helpers.checkers.core`: the result, the report, running the
 learner's code bounded in a child, ``Incorrect`` and ``NotAttempted`` raised to end a check) and one
@@ -29,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from helpers.checkers.core import CheckResult
+from helpers.checkers.core import CheckResult, start_exercise
 from helpers.checkers.ex00_first_program import check_ex00
 from helpers.checkers.ex01_start_methods import check_ex01
 from helpers.checkers.ex02_shared_tensor import check_ex02
@@ -48,6 +50,7 @@ from helpers.checkers.ex14_worker_logging import check_ex14
 
 __all__ = [
     "CheckResult",
+    "start_exercise",
     "regression_batch",
     "check_ex00",
     "check_ex01",

@@ -22,13 +22,17 @@ import importlib
 import importlib.util
 import inspect
 import os
+import sys
 import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from importlib.resources import files
+from pathlib import Path
 from types import ModuleType
 
 from helpers.launch import FAST_METHOD, WorkerFailed, launch
+from helpers.resources import checkout_root
 
 __all__ = [
     "CheckResult",
@@ -44,6 +48,8 @@ __all__ = [
     "first_line",
     "error_line",
     "raise_if_stub_error",
+    "start_exercise",
+    "importable",
 ]
 
 
@@ -259,6 +265,63 @@ def raise_if_stub_error(text: str) -> None:
     """
     if "NotImplementedError" in text:
         raise NotAttempted
+
+
+# --- the learner's file: in the clone, or written next to the notebook ------------------------------
+
+
+def start_exercise(exercise: str, folder: str | os.PathLike | None = None) -> Path:
+    """The file to edit for ``exercise`` (``"ex03"``): pass it to the checker, ``check_ex03(path)``.
+
+    In a clone of the repository it is the clone's ``exercises/exNN_*.py`` (nothing is written).
+    Where the package is installed from a wheel, the starter is copied into ``folder`` (default: the
+    working directory, a notebook's own folder) unless a file of that name is already there: a
+    learner's work is never overwritten. Each notebook's exercise cell calls it.
+
+    >>> start_exercise("ex10").relative_to(checkout_root()).as_posix()  # in the clone
+    'exercises/ex10_diagnose.py'
+    """
+    starters = [
+        item
+        for item in files("exercises").iterdir()
+        if item.name.endswith(".py") and item.name.removesuffix(".py").startswith(exercise)
+    ]
+    if len(starters) != 1:
+        raise ValueError(f"{exercise!r} names {len(starters)} exercise files: use its id, e.g. 'ex03'")
+    if folder is None and checkout_root() is not None:
+        return Path(str(starters[0])).resolve()
+    target = Path(folder if folder is not None else os.getcwd()).resolve() / starters[0].name
+    if not target.exists():
+        target.write_text(starters[0].read_text())
+        print(f"wrote the starter {target}: edit it, save, and run the check again")
+    return target
+
+
+def importable(module: str | os.PathLike) -> str:
+    """The module name a checker imports for ``module``: a module name as it is; the path of a ``.py``
+    file (:func:`start_exercise`'s) made importable here and in the processes a check starts (they
+    inherit ``sys.path``) by putting its folder first on ``sys.path`` where it is not found already.
+
+    >>> importable("solutions.ex10_diagnose")
+    'solutions.ex10_diagnose'
+    >>> importable(checkout_root() / "exercises" / "ex10_diagnose.py")
+    'exercises.ex10_diagnose'
+    """
+    if not os.fspath(module).endswith(".py"):
+        return os.fspath(module)
+    path = Path(module).resolve()
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} does not exist: start_exercise('exNN') writes the starter")
+    package = (path.parent / "__init__.py").is_file()
+    name = f"{path.parent.name}.{path.stem}" if package else path.stem
+    folder = str(path.parent.parent if package else path.parent)
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        spec = None
+    if (spec is None or Path(spec.origin or "").resolve() != path) and folder not in sys.path:
+        sys.path.insert(0, folder)
+    return name
 
 
 # --- running learner code in a bounded child ------------------------------------------------------

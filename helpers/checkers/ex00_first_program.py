@@ -7,7 +7,16 @@ import multiprocessing
 import os
 from types import ModuleType
 
-from helpers.checkers.core import CheckResult, Incorrect, Report, resolve, run_check, run_in_child, value_of
+from helpers.checkers.core import (
+    CheckResult,
+    Incorrect,
+    Report,
+    importable,
+    resolve,
+    run_check,
+    run_in_child,
+    value_of,
+)
 
 __all__ = ["check_ex00"]
 
@@ -35,7 +44,7 @@ def _row_in_child(module_name: str) -> list:
 
 
 def check_ex00(
-    module: str = "exercises.ex00_first_program",
+    module: str | os.PathLike = "exercises.ex00_first_program",
     methods: tuple[str, ...] = ("spawn", "fork"),
     timeout: float = 90.0,
 ) -> CheckResult:
@@ -54,6 +63,7 @@ def check_ex00(
     checking .../solutions/ex00_first_program.py (takes about 25 s) ...
     True
     """
+    module = importable(module)  # a module name, or the path start_exercise returned
 
     def body(mod: ModuleType, report: Report) -> None:
         row = run_in_child(__name__, "_row_in_child", (module,), timeout=timeout)

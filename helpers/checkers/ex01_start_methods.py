@@ -11,7 +11,16 @@ import time
 from pathlib import Path
 from types import ModuleType
 
-from helpers.checkers.core import CheckResult, Incorrect, Report, resolve, run_check, run_in_child, value_of
+from helpers.checkers.core import (
+    CheckResult,
+    Incorrect,
+    Report,
+    importable,
+    resolve,
+    run_check,
+    run_in_child,
+    value_of,
+)
 
 __all__ = ["check_ex01"]
 
@@ -152,7 +161,7 @@ CASES = (("meet", _judge_meet), ("codes", _judge_codes), ("stuck", _judge_stuck)
 
 
 def check_ex01(
-    module: str = "exercises.ex01_start_methods",
+    module: str | os.PathLike = "exercises.ex01_start_methods",
     timeout: float = 90.0,
     method: str = "spawn",
     wait: float = 20.0,
@@ -171,6 +180,7 @@ def check_ex01(
     checking .../solutions/ex01_start_methods.py (takes about 15 s) ...
     True
     """
+    module = importable(module)  # a module name, or the path start_exercise returned
 
     def body(mod: ModuleType, report: Report) -> None:
         for case, judge in CASES:

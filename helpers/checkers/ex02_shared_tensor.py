@@ -4,9 +4,18 @@ from __future__ import annotations
 
 import inspect
 import multiprocessing as mp
+import os
 from types import ModuleType
 
-from helpers.checkers.core import CheckResult, Incorrect, Report, run_check, run_in_child, value_of
+from helpers.checkers.core import (
+    CheckResult,
+    Incorrect,
+    Report,
+    importable,
+    run_check,
+    run_in_child,
+    value_of,
+)
 from helpers.launch import FAST_METHOD
 
 __all__ = ["check_ex02"]
@@ -66,7 +75,7 @@ def _count(mod: ModuleType, method: str, nprocs: int, n: int, timeout: float, wo
 
 
 def check_ex02(
-    module: str = "exercises.ex02_shared_tensor",
+    module: str | os.PathLike = "exercises.ex02_shared_tensor",
     timeout: float = 120.0,
     methods: tuple[str, ...] = ("fork", "spawn"),
     nprocs: int = 4,
@@ -84,6 +93,7 @@ def check_ex02(
     checking .../solutions/ex02_shared_tensor.py (takes about 25 s) ...
     True
     """
+    module = importable(module)  # a module name, or the path start_exercise returned
 
     def body(mod: ModuleType, report: Report) -> None:
         worker = _source(mod.safe_add)

@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 import importlib
+import os
 import queue
 import time
 from types import ModuleType
 
-from helpers.checkers.core import CheckResult, Incorrect, Report, resolve, run_check, run_in_child, value_of
+from helpers.checkers.core import (
+    CheckResult,
+    Incorrect,
+    Report,
+    importable,
+    resolve,
+    run_check,
+    run_in_child,
+    value_of,
+)
 from helpers.launch import FAST_METHOD
 
 __all__ = ["check_ex03"]
@@ -119,7 +129,7 @@ def _judge_consume(module: str, method: str, timeout: float) -> str:
 
 
 def check_ex03(
-    module: str = "exercises.ex03_queues",
+    module: str | os.PathLike = "exercises.ex03_queues",
     timeout: float = 60.0,
     method: str = "spawn",
 ) -> CheckResult:
@@ -137,6 +147,7 @@ def check_ex03(
     checking .../solutions/ex03_queues.py (takes about 20 s) ...
     True
     """
+    module = importable(module)  # a module name, or the path start_exercise returned
 
     def body(mod: ModuleType, report: Report) -> None:
         report.ok(_judge_producer(module, timeout))

@@ -12,6 +12,7 @@ from helpers.checkers.core import (
     CheckResult,
     Incorrect,
     Report,
+    importable,
     is_stub,
     resolve,
     run_check,
@@ -154,7 +155,7 @@ def _check_fork_safe(module: str, report: Report, timeout: float, size: int) -> 
 
 
 def check_ex04(
-    module: str = "exercises.ex04_fork_safe",
+    module: str | os.PathLike = "exercises.ex04_fork_safe",
     timeout: float = 15.0,
     size: int = 4_000_000,
     parent_timeout: float | None = None,
@@ -174,6 +175,7 @@ def check_ex04(
     checking .../solutions/ex04_fork_safe.py (takes about 10 s) ...
     True
     """
+    module = importable(module)  # a module name, or the path start_exercise returned
 
     def body(mod: ModuleType, report: Report) -> None:
         if _check_fork_safe(module, report, timeout, size):

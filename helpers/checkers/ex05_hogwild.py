@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 from types import ModuleType
 from typing import TYPE_CHECKING
 
@@ -11,6 +12,7 @@ from helpers.checkers.core import (
     Incorrect,
     Report,
     error_line,
+    importable,
     raise_if_stub_error,
     resolve,
     run_check,
@@ -134,7 +136,9 @@ def _judge_shared_model(mod: ModuleType, seed: int, steps: int, timeout: float) 
     return f"2 workers trained the shared model: held-out loss {loss_before:.3f} -> {loss_after:.3f}"
 
 
-def check_ex05(module: str = "exercises.ex05_hogwild", timeout: float = 60.0, steps: int = 30) -> CheckResult:
+def check_ex05(
+    module: str | os.PathLike = "exercises.ex05_hogwild", timeout: float = 60.0, steps: int = 30
+) -> CheckResult:
     """Check exercise 05: per-rank seeding, decreasing loss, and updates that reach the shared model.
 
     Notebook 05, its closing programming exercise.
@@ -143,6 +147,7 @@ def check_ex05(module: str = "exercises.ex05_hogwild", timeout: float = 60.0, st
     checking .../solutions/ex05_hogwild.py (takes about 10 s) ...
     True
     """
+    module = importable(module)  # a module name, or the path start_exercise returned
 
     def body(mod: ModuleType, report: Report) -> None:
         seed = 5

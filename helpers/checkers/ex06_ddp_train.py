@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from types import ModuleType
 
-from helpers.checkers.core import CheckResult, Incorrect, Report, run_check, saved_by_launch
+from helpers.checkers.core import CheckResult, Incorrect, Report, importable, run_check, saved_by_launch
 
 __all__ = ["check_ex06"]
 
@@ -68,7 +69,7 @@ def _trained_state(module: str, timeout: float) -> dict:
     return state
 
 
-def check_ex06(module: str = "exercises.ex06_ddp_train", timeout: float = 180.0) -> CheckResult:
+def check_ex06(module: str | os.PathLike = "exercises.ex06_ddp_train", timeout: float = 180.0) -> CheckResult:
     """Check exercise 06: ``launch(2, path)`` trains in 2 real ranks and rank 0's weights equal one
     process trained with batches twice as large.
 
@@ -77,6 +78,7 @@ def check_ex06(module: str = "exercises.ex06_ddp_train", timeout: float = 180.0)
     >>> check_ex06("solutions.ex06_ddp_train").passed  # doctest: +SKIP
     True
     """
+    module = importable(module)  # a module name, or the path start_exercise returned
 
     def body(mod: ModuleType, report: Report) -> None:
         state = _trained_state(module, timeout)

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections import Counter
 from types import ModuleType
 
-from helpers.checkers.core import CheckResult, Incorrect, NotAttempted, Report, first_line, run_check
+from helpers.checkers.core import (
+    CheckResult,
+    Incorrect,
+    NotAttempted,
+    Report,
+    first_line,
+    importable,
+    run_check,
+)
 from helpers.launch import FAST_METHOD
 
 __all__ = ["check_ex07"]
@@ -70,7 +79,9 @@ def _judge(got: list[int], start: int, end: int, workers: int) -> str:
     return f"{where}: each sample exactly once"
 
 
-def check_ex07(module: str = "exercises.ex07_iterable_sharding", timeout: float = 60.0) -> CheckResult:
+def check_ex07(
+    module: str | os.PathLike = "exercises.ex07_iterable_sharding", timeout: float = 60.0
+) -> CheckResult:
     """Check exercise 07: every sample comes out of a multi-worker DataLoader exactly once.
 
     Notebook 07, its closing programming exercise.
@@ -78,6 +89,7 @@ def check_ex07(module: str = "exercises.ex07_iterable_sharding", timeout: float 
     >>> check_ex07("solutions.ex07_iterable_sharding").passed
     True
     """
+    module = importable(module)  # a module name, or the path start_exercise returned
 
     def body(mod: ModuleType, report: Report) -> None:
         for start, end, workers in CASES:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -11,7 +12,7 @@ import time
 from pathlib import Path
 from types import ModuleType
 
-from helpers.checkers.core import CheckResult, Incorrect, NotAttempted, Report, run_check
+from helpers.checkers.core import CheckResult, Incorrect, NotAttempted, Report, importable, run_check
 from helpers.debugging import DUMP_END, read_stack_dump
 from helpers.processes import kill_tree
 
@@ -157,7 +158,9 @@ def _frames(dump: str) -> list[tuple[str, int, str]]:
     return found
 
 
-def check_ex08(module: str = "exercises.ex08_find_the_hang", timeout: float = 30.0) -> CheckResult:
+def check_ex08(
+    module: str | os.PathLike = "exercises.ex08_find_the_hang", timeout: float = 30.0
+) -> CheckResult:
     """Check exercise 08: ``where_it_waits`` finds the line a real stuck job waits on, from its dump.
 
     Three small jobs get stuck for real (a ``get`` nobody answers, a ``join`` before the queue is
@@ -171,6 +174,7 @@ def check_ex08(module: str = "exercises.ex08_find_the_hang", timeout: float = 30
     >>> check_ex08("solutions.ex08_find_the_hang").passed
     True
     """
+    module = importable(module)  # a module name, or the path start_exercise returned
 
     def body(mod: ModuleType, report: Report) -> None:
         if not hasattr(signal, "SIGUSR1"):

@@ -9,12 +9,13 @@ helpers.checkers._ex09_worker``) and compares with what torchrun actually set.
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
-from helpers.checkers.core import CheckResult, Incorrect, NotAttempted, Report, run_check
+from helpers.checkers.core import CheckResult, Incorrect, NotAttempted, Report, importable, run_check
 
 __all__ = ["check_ex09"]
 
@@ -144,7 +145,9 @@ def _in_real_agents(module: str, timeout: float, report: Report) -> None:
     report.ok(f"in two real torchrun agents: the {len(results)} workers' answers match torchrun's variables")
 
 
-def check_ex09(module: str = "exercises.ex09_node_roles", timeout: float = 120.0) -> CheckResult:
+def check_ex09(
+    module: str | os.PathLike = "exercises.ex09_node_roles", timeout: float = 120.0
+) -> CheckResult:
     """Check exercise 09: ``node_roles(env)`` is right on every node of several clusters.
 
     Notebook 09, its closing programming exercise. Made-up environments of clusters with several
@@ -156,6 +159,7 @@ def check_ex09(module: str = "exercises.ex09_node_roles", timeout: float = 120.0
     >>> print(check_ex09().status)  # the untouched starter file
     not attempted yet
     """
+    module = importable(module)  # a module name, or the path start_exercise returned
 
     def body(mod: ModuleType, report: Report) -> None:
         if _made_up_clusters(mod.node_roles, report):

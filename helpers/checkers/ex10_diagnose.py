@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import re
 from types import ModuleType
 
-from helpers.checkers.core import CheckResult, NotAttempted, Report, run_check
+from helpers.checkers.core import CheckResult, NotAttempted, Report, importable, run_check
 from helpers.field_guide import CASES, ERROR_INDEX
 from helpers.section_links import as_plain_text
 
@@ -60,12 +61,13 @@ _MESSAGES: list[tuple[str, str, str]] = [
 """(message, case, how it was made) for every message the checker tries."""
 
 
-def check_ex10(module: str = "exercises.ex10_diagnose") -> CheckResult:
+def check_ex10(module: str | os.PathLike = "exercises.ex10_diagnose") -> CheckResult:
     """Check exercise 10: ``diagnose(message)`` names the case of every message (notebook 10's exercise).
 
     >>> check_ex10("solutions.ex10_diagnose").passed
     True
     """
+    module = importable(module)  # a module name, or the path start_exercise returned
 
     def body(mod: ModuleType, report: Report) -> None:
         right: dict[str, int] = {}  # how -> messages named right (a pass says what was checked, briefly)

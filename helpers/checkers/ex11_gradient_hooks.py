@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import importlib
+import os
 from types import ModuleType
 
-from helpers.checkers.core import CheckResult, Incorrect, Report, raise_if_stub_error, run_check
+from helpers.checkers.core import CheckResult, Incorrect, Report, importable, raise_if_stub_error, run_check
 from helpers.launch import FAST_METHOD, WorkerFailed, launch
 
 __all__ = ["check_ex11"]
@@ -73,7 +74,9 @@ MISTAKES = (
 """(a test of one rank's runs, the mistake it reveals): how the hooks' first gradients relate to DDP's."""
 
 
-def check_ex11(module: str = "exercises.ex11_gradient_hooks", timeout: float = 120.0) -> CheckResult:
+def check_ex11(
+    module: str | os.PathLike = "exercises.ex11_gradient_hooks", timeout: float = 120.0
+) -> CheckResult:
     """Check exercise 11: ``average_in_backward(model)`` makes 2 real ranks train exactly like DDP.
 
     Notebook 11, its closing programming exercise. Each run starts 2 ranks (seconds).
@@ -81,6 +84,7 @@ def check_ex11(module: str = "exercises.ex11_gradient_hooks", timeout: float = 1
     >>> check_ex11("solutions.ex11_gradient_hooks").passed  # doctest: +SKIP
     True
     """
+    module = importable(module)  # a module name, or the path start_exercise returned
 
     def body(mod: ModuleType, report: Report) -> None:
         from helpers.ddp import free_port

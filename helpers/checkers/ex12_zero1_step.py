@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+import os
 from types import ModuleType
 
 from helpers.checkers.core import (
     CheckResult,
     Incorrect,
     Report,
+    importable,
     run_check,
     run_in_child,
     saved_by_launch,
@@ -82,7 +84,9 @@ def _trained(module: str, timeout: float) -> dict:
     )
 
 
-def check_ex12(module: str = "exercises.ex12_zero1_step", timeout: float = 180.0) -> CheckResult:
+def check_ex12(
+    module: str | os.PathLike = "exercises.ex12_zero1_step", timeout: float = 180.0
+) -> CheckResult:
     """Check exercise 12: ``shard_of`` cuts the right slice, and ``launch(2, path)`` trains in 2 real
     ranks to the weights of DDP with Adam while each rank's Adam holds the state of its slice only.
 
@@ -91,6 +95,7 @@ def check_ex12(module: str = "exercises.ex12_zero1_step", timeout: float = 180.0
     >>> check_ex12("solutions.ex12_zero1_step").passed  # doctest: +SKIP
     True
     """
+    module = importable(module)  # a module name, or the path start_exercise returned
 
     def body(mod: ModuleType, report: Report) -> None:
         import torch
