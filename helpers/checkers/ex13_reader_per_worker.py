@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import io
+import os
 import tempfile
 import warnings
 from pathlib import Path
 from types import ModuleType
 
-from helpers.checkers.core import CheckResult, Incorrect, NotAttempted, Report, first_line, run_check
+from helpers.checkers.core import (
+    CheckResult,
+    Incorrect,
+    NotAttempted,
+    Report,
+    first_line,
+    importable,
+    run_check,
+)
 from helpers.field_guide_workers import write_records
 from helpers.launch import FAST_METHOD
 
@@ -49,7 +58,9 @@ def _read(mod: ModuleType, path: Path, workers: int, timeout: float) -> list[int
         raise Incorrect(f"{workers} workers: {type(exc).__name__}: {first_line(str(exc))}") from None
 
 
-def check_ex13(module: str = "exercises.ex13_reader_per_worker", timeout: float = 60.0) -> CheckResult:
+def check_ex13(
+    module: str | os.PathLike = "exercises.ex13_reader_per_worker", timeout: float = 60.0
+) -> CheckResult:
     """Check exercise 13: no file opened in ``__init__``, and every record right with and without workers.
 
     Notebook 13, its closing programming exercise.
@@ -57,6 +68,7 @@ def check_ex13(module: str = "exercises.ex13_reader_per_worker", timeout: float 
     >>> check_ex13("solutions.ex13_reader_per_worker").passed
     True
     """
+    module = importable(module)  # a module name, or the path start_exercise returned
 
     def body(mod: ModuleType, report: Report) -> None:
         with tempfile.TemporaryDirectory(prefix="ex13-") as folder:

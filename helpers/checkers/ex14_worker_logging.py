@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import logging
 import multiprocessing as mp
+import os
 import tempfile
 from pathlib import Path
 from types import ModuleType
@@ -13,6 +14,7 @@ from helpers.checkers.core import (
     CheckResult,
     Incorrect,
     Report,
+    importable,
     raise_if_stub_error,
     resolve,
     run_check,
@@ -89,12 +91,13 @@ def _judge(method: str, messages: list[str], written: str) -> None:
         raise Incorrect("DEBUG records reached the queue: the level is INFO")
 
 
-def check_ex14(module: str = "exercises.ex14_worker_logging") -> CheckResult:
+def check_ex14(module: str | os.PathLike = "exercises.ex14_worker_logging") -> CheckResult:
     """Check exercise 14: ``configure_worker_logging(queue)`` under fork and spawn (notebook 14's exercise).
 
     >>> check_ex14("solutions.ex14_worker_logging").passed
     True
     """
+    module = importable(module)  # a module name, or the path start_exercise returned
 
     def body(mod: ModuleType, report: Report) -> None:
         with tempfile.TemporaryDirectory(prefix="ex14-") as folder:
