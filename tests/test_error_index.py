@@ -140,7 +140,7 @@ def test_the_local_rank_argument():
 
 
 @pytest.mark.skipif(
-    sys.version_info >= (3, 14), reason="Python 3.14 words it: module '__main__' has no attribute"
+    sys.version_info >= (3, 14), reason="Python 3.14 and 3.15 word it: module '__main__' has no attribute"
 )
 def test_the_notebook_worker_and_the_unguarded_script():
     # What a spawn child does with a function pickled from a notebook's __main__: look it up by name.

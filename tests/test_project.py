@@ -53,6 +53,17 @@ def test_the_oldest_tested_python_is_the_one_the_project_declares():
     assert locked_for == oldest, "make lock must cover the oldest tested Python"
 
 
+def test_the_classifiers_name_every_tested_python():
+    from helpers.environment import TESTED_PYTHONS
+
+    (major, oldest), (_, newest) = TESTED_PYTHONS
+    classifiers = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["classifiers"]
+    named = [
+        c.rsplit(" :: ", 1)[1] for c in classifiers if c.startswith("Programming Language :: Python :: 3.")
+    ]
+    assert named == [f"{major}.{minor}" for minor in range(oldest, newest + 1)]
+
+
 def test_every_environment_yml_dependency_says_what_uses_it():
     dependencies = (ROOT / "environment.yml").read_text().split("\ndependencies:\n", 1)[1]
     entries = [
