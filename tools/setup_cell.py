@@ -12,8 +12,8 @@ cannot import it (``helpers`` may be missing), so this module writes it into eve
     .venv/bin/python -m tools.setup_cell          # lists the notebooks whose setup cell differs
     .venv/bin/python -m tools.setup_cell --write  # writes (or inserts) the setup cell in each
 
-``tests/test_setup_cell.py`` checks every notebook against :func:`setup_cell`, and runs the install
-path against a local repository standing in for the remote.
+The ``setup-cell`` rule (tests/notebook_rules.py) checks every notebook against :func:`setup_cell`;
+``tests/test_wheel.py`` runs the install path against a local repository standing in for the remote.
 """
 
 from __future__ import annotations
