@@ -202,8 +202,7 @@ _ABOUT = {
         "memory (12)' although memory is free (a DataLoader or Queue carrying many small tensors).",
         "Send fewer, larger tensors (stack a batch into one); or raise the limit: "
         "sysctl -w vm.max_map_count=262144 (a file in /etc/sysctl.d/ keeps it).",
-        "[02 · Sharing strategies](../notebooks/02_shared_tensors.ipynb#sharing-strategies-file-descriptors-or-names); "
-        "[08 · A full `/dev/shm`](../notebooks/08_debugging_and_pitfalls.ipynb#a-full-dev-shm)",
+        "[13 · The map count](../notebooks/13_field_guide_workers_and_machine.ipynb#unable-to-mmap-cannot-allocate-memory-12-the-map-count)",
         "pytorch#60626, pytorch#87861; kernel docs sysctl/vm.txt (max_map_count)",
     ),
     "logind RemoveIPC": (
@@ -213,8 +212,7 @@ _ABOUT = {
         "session closes, unless the user lingers. Root and system users are exempt.",
         "loginctl enable-linger $USER (keeps the user's manager, and its IPC, without a session); or "
         "RemoveIPC=no in /etc/systemd/logind.conf.d/*.conf; or launch through the scheduler, not ssh.",
-        "[08 · A full `/dev/shm`](../notebooks/08_debugging_and_pitfalls.ipynb#a-full-dev-shm); "
-        "[09 · A worker, and the command line of each node](../notebooks/09_multi_node.ipynb#a-worker-and-the-command-line-of-each-node)",
+        "[13 · Appendix D: RemoveIPC and containers](../notebooks/13_field_guide_workers_and_machine.ipynb#appendix-d-removeipc-and-containers)",
         "systemd/systemd#2039, #4532; man logind.conf (RemoveIPC)",
     ),
     "backends": (
@@ -224,8 +222,7 @@ _ABOUT = {
         "libuv support').",
         "Name a backend this torch has (gloo on CPU, macOS and Windows; nccl on Linux GPUs); on Windows "
         "set USE_LIBUV=0 or init_method='...?use_libuv=0'.",
-        "[06 · A minimal DDP training function](../notebooks/06_ddp_mp_spawn.ipynb#a-minimal-ddp-training-function); "
-        "[00 · What works where](../notebooks/00_overview.ipynb#what-works-where-linux-macos-windows)",
+        "[13 · Windows and macOS](../notebooks/13_field_guide_workers_and_machine.ipynb#windows-and-macos-what-this-torch-has)",
         "PyTorch docs 'Distributed: Backends'; tutorial 'Introduction to Libuv TCPStore Backend'",
     ),
     "CUDA IPC": (
@@ -237,6 +234,7 @@ _ABOUT = {
         "Leave expandable_segments off in processes that share CUDA tensors (or "
         "torch.cuda.memory._set_allocator_settings('expandable_segments:False') around them); or allow "
         "ptrace (docker run --cap-add SYS_PTRACE; ptrace_scope 0); on Windows send CPU tensors.",
+        "[13 · Appendix B](../notebooks/13_field_guide_workers_and_machine.ipynb#appendix-b-cuda-between-processes-on-a-gpu); "
         "[04 · Appendix: CUDA tensors between processes](../notebooks/04_fork_and_cuda.ipynb#appendix-cuda-tensors-between-processes)",
         "c10/cuda/CUDACachingAllocator.cpp (ExpandableSegment::fromShared); moby "
         "profiles/seccomp/default.json; PyTorch docs 'Windows FAQ: CUDA IPC operations'",
