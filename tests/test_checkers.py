@@ -298,5 +298,6 @@ def test_start_exercise_writes_the_starter_once_and_the_checker_grades_that_file
     importlib.invalidate_caches()
     graded = checkers.check_ex10(path)
     assert graded.passed and f"graded: {path}" in str(graded)
-    with pytest.raises(ValueError, match="names 13 exercise files"):
+    starters = len(list(Path(exercises.__file__).parent.glob("ex[0-9][0-9]_*.py")))
+    with pytest.raises(ValueError, match=f"names {starters} exercise files"):
         checkers.start_exercise("ex")
