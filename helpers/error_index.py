@@ -189,8 +189,8 @@ ERROR_INDEX: tuple[IndexEntry, ...] = (
         "10_field_guide.ipynb",
         "a-collective-called-on-one-rank-only",
         "with TORCH_DISTRIBUTED_DEBUG=DETAIL: names the ranks that never reached the collective. Use"
-        " DETAIL on a reproduction without DDP: with torch 2.15.0 and 2.13.0, any DDP model on gloo"
-        " crashes under DETAIL (SIGSEGV)",
+        " DETAIL on a reproduction without DDP: with torch 2.15.0 and 2.13.0, a DDP model on gloo"
+        " can crash under DETAIL (SIGSEGV; not in every environment)",
     ),
     IndexEntry(
         "bdb.BdbQuit",
