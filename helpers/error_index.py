@@ -201,6 +201,14 @@ ERROR_INDEX: tuple[IndexEntry, ...] = (
         " takes end-of-file as quit; debug one process, or `torch.distributed.breakpoint()`",
     ),
     IndexEntry(
+        "Quitting pdb will kill the process. Quit anyway? [y/n]",
+        "debugger_in_worker",
+        "14_field_guide_launches_and_ranks.ipynb",
+        "breakpoint-in-a-worker-bdb-bdbquit",
+        "`breakpoint()` in a child process on Python 3.14+: pdb reads end-of-file from `/dev/null` as"
+        " yes and exits with code 1 (no `BdbQuit`); debug one process, or `torch.distributed.breakpoint()`",
+    ),
+    IndexEntry(
         "RuntimeError: Expected to have finished reduction in the prior iteration before starting a new one.",
         "ddp_unused_parameters",
         "14_field_guide_launches_and_ranks.ipynb",

@@ -50,7 +50,7 @@ def stop_at_breakpoint(rank: int = 0) -> None:
 
     >>> import multiprocessing
     >>> child = multiprocessing.get_context("spawn").Process(target=stop_at_breakpoint)
-    >>> child.start(); child.join(60); child.exitcode  # bdb.BdbQuit in the child
+    >>> child.start(); child.join(60); child.exitcode  # bdb.BdbQuit (3.14+: sys.exit(1)) in the child
     1
     """
     import sys

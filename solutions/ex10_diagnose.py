@@ -26,6 +26,7 @@ SIGNS = [
     ("pidfd_getfd", "cuda_ipc_container"),
     ("pin_memory_device is deprecated", "dataloader_option"),
     ("BdbQuit", "debugger_in_worker"),
+    ("Quitting pdb will kill the process", "debugger_in_worker"),
     ("Expected to have finished reduction", "ddp_unused_parameters"),
     ("Expected to mark a variable ready only once", "ddp_ready_twice"),
     ("signal only works in main thread", "signal_off_main_thread"),

@@ -62,7 +62,8 @@ STATE_JS = """() => {
     for (let i = 0; i < m.outputs.length; i++) {
       const o = m.outputs.get(i).toJSON();
       outputs.push({type: o.output_type, ename: o.ename || '', evalue: o.evalue || '',
-                    traceback: (o.traceback || []).join('\\n'), mimes: Object.keys(o.data || {})});
+                    traceback: (o.traceback || []).join('\\n'), mimes: Object.keys(o.data || {}),
+                    text: [].concat(o.text || []).join('').slice(-600)});
     }
     cells.push({count: m.executionCount, state: m.executionState || '', outputs});
   }
@@ -286,8 +287,10 @@ def run_in_jupyterlab(path: Path, context, lab, shots: Path) -> None:
         page.screenshot(path=str(shots / f"{path.stem}.png"))
         dom = page.evaluate(DOM_JS)
 
-        errors = [
-            f"code cell {i}:\n{ANSI.sub('', o['traceback'])}"
+        printed = ["".join(o["text"] for o in c["outputs"] if o["type"] == "stream") for c in state["cells"]]
+        errors = [  # with what the cell and the one before it printed (a failed check's figures)
+            f"code cell {i} (printed before: {printed[i - 1][-300:]!r}; here: {printed[i][-300:]!r}):\n"
+            f"{ANSI.sub('', o['traceback'])}"
             for i, c in enumerate(state["cells"])
             for o in c["outputs"]
             if o["type"] == "error"
