@@ -47,7 +47,7 @@ TESTED_TORCH = "2.15.0"
 # for it) where TESTED_TORCH needs a newer Python. The one place these are written: the docs are
 # generated from them (tools/gen_docs.py) and tests/test_project.py checks pyproject.toml,
 # environment.yml and the Makefile against the oldest.
-TESTED_PYTHONS = ((3, 10), (3, 14))
+TESTED_PYTHONS = ((3, 10), (3, 15))
 
 # Run in a separate interpreter so this process never initialises CUDA (that would make later
 # fork children that touch CUDA fail; see notebook 04).
