@@ -33,10 +33,14 @@ What the notebooks do with their pattern (show it, run it, teach what it contain
 from __future__ import annotations
 
 import ast
+import contextlib
 import multiprocessing
+import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -197,16 +201,28 @@ def pattern_findings(path: Path) -> list[str]:
 
 
 def run_pattern(path: Path, method: str, cwd: Path) -> str | None:
-    """Run ``path`` as a script with ``method`` as its argument from ``cwd``; what went wrong, or None."""
-    try:
-        done = subprocess.run(
-            [sys.executable, str(path), method], cwd=cwd, capture_output=True, text=True, timeout=RUN_TIMEOUT
-        )
-    except subprocess.TimeoutExpired:
-        return f"{method}: still running after {RUN_TIMEOUT} s"
+    """Run ``path`` as a script with ``method`` as its argument from ``cwd``; what went wrong, or None.
+
+    The script leads a process group of its own: past the deadline, or when it ends, whatever of the
+    group is left (its workers) is killed with it, so a stuck pattern leaves no orphans.
+    """
+    command = [sys.executable, str(path), method]
+    posix = hasattr(os, "killpg")
+    pipes = dict(stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    with subprocess.Popen(command, cwd=cwd, start_new_session=posix, **pipes) as done:  # exit: waits
+        try:
+            stdout, stderr = done.communicate(timeout=RUN_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            return f"{method}: still running after {RUN_TIMEOUT} s"
+        finally:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                if posix:
+                    os.killpg(done.pid, signal.SIGKILL)
+                else:
+                    done.kill()
     if done.returncode != 0:
-        return f"{method}: exit code {done.returncode}\n{done.stdout[-2000:]}{done.stderr[-2000:]}"
-    if not done.stdout.strip():
+        return f"{method}: exit code {done.returncode}\n{stdout[-2000:]}{stderr[-2000:]}"
+    if not stdout.strip():
         return f"{method}: printed nothing on stdout (end with a line that says what it did)"
     return None
 
@@ -385,3 +401,25 @@ def test_the_join_ending_check_wants_terminate_then_a_bounded_join(tmp_path):
     assert unended_joins(ast.parse(loops)) == []
     others = "p.join(60)\nx.join(timeout=1)\n', '.join(parts)\nos.path.join('a', 'b')\nsep.join(parts)\n"
     assert [f.split(":")[0] for f in unended_joins(ast.parse(others))] == ["line 1", "line 2"]
+
+
+@pytest.mark.skipif(not hasattr(os, "killpg"), reason="process groups (POSIX)")
+def test_a_pattern_past_its_deadline_is_killed_with_its_workers(tmp_path, monkeypatch):
+    import psutil
+
+    pid_file = tmp_path / "worker.pid"
+    hangs = (  # its worker holds no pipe of ours: only the process group finds it
+        "import subprocess, sys, time\n"
+        "worker = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'],\n"
+        "                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+        f"open({str(pid_file)!r}, 'w').write(str(worker.pid))\n"
+        "time.sleep(300)\n"
+    )
+    monkeypatch.setitem(globals(), "RUN_TIMEOUT", 5)
+    assert run_pattern(_probe(tmp_path, hangs), "spawn", tmp_path) == "spawn: still running after 5 s"
+    worker = psutil.Process(int(pid_file.read_text()))
+    try:
+        assert worker.wait(timeout=5) is None or not worker.is_running()  # killed, reaped by init
+    finally:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            worker.kill()
