@@ -31,7 +31,7 @@ myst_enable_extensions = ["colon_fence"]
 # Execution: through jupyter-cache, every cell to the end, a failing cell fails the build.
 nb_execution_mode = "cache"
 nb_execution_cache_path = os.environ.get("SITE_JUPYTER_CACHE", str(ROOT / "build" / "jupyter-cache"))
-nb_execution_timeout = int(os.environ.get("CELL_TIMEOUT", "300"))
+nb_execution_timeout = int(os.environ.get("CELL_TIMEOUT", "180"))  # the Makefile's default
 nb_execution_raise_on_error = True
 nb_execution_show_tb = True
 
@@ -44,3 +44,18 @@ html_theme = "alabaster"
 html_title = project
 html_theme_options = {"description": "a notebook series", "fixed_sidebar": True}
 html_show_sourcelink = False
+
+
+def _link_notebook_pages(app, doctree, docname):
+    """A link to ``NN_name.ipynb#id`` inside an output (notebook 10 displays the error index as
+    markdown) is left as written by myst-nb: point it at the notebook's page."""
+    from docutils import nodes
+
+    for reference in doctree.findall(nodes.reference):
+        path, hash_, fragment = reference.get("refuri", "").partition("#")
+        if path.endswith(".ipynb") and ":" not in path:
+            reference["refuri"] = path.removesuffix(".ipynb") + ".html" + hash_ + fragment
+
+
+def setup(app):
+    app.connect("doctree-resolved", _link_notebook_pages)

@@ -210,11 +210,11 @@ def build(out: Path = OUT, executed: Path = EXECUTED, execute: bool = True) -> i
     notebooks = stage(STAGE)
     seeded = seed_cache(notebooks, executed)
     print(
-        "seeded the cache:",
-        ", ".join(f"{n} ({w})" for n, w in seeded.items() if w != "no executed copy") or "none",
+        f"executed copies in {executed}:",
+        ", ".join(f"{n[:2]} {w}" for n, w in seeded.items() if w != "no executed copy") or "none",
     )
     command = [sys.executable, "-m", "sphinx", "-b", "html", "-c", str(CONF), "-d", str(DOCTREES)]
-    command += ["-W", "--keep-going", "-q", str(STAGE), str(HTML)]
+    command += ["-a", "-W", "--keep-going", "-q", str(STAGE), str(HTML)]  # -a: every page written again
     command += [] if execute else ["-D", "nb_execution_mode=off"]
     env = {**os.environ, "SITE_JUPYTER_CACHE": str(CACHE), "SITE_STAGE": str(STAGE), "PYTHONPATH": str(ROOT)}
     start = time.monotonic()

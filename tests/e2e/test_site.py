@@ -109,7 +109,7 @@ def test_every_page_renders_offline_and_every_internal_link_resolves(served, off
     shots = tmp_path_factory.mktemp("site-screenshots")
     pages = sorted(p.relative_to(SITE).as_posix() for p in SITE.rglob("*.html") if "_static" not in p.parts)
     assert {"index.html", ERRORS_PAGE, "docs/API.html", "patterns/README.html"} <= set(pages)
-    page, states, problems = context.new_page(), {}, []
+    page, states, problems = context.new_page(), {}, []  # closed with the context
     for name in pages:
         page.goto(served + name, wait_until="load", timeout=60_000)
         page.wait_for_function(DRAWN, timeout=60_000)
@@ -135,7 +135,6 @@ def test_every_page_renders_offline_and_every_internal_link_resolves(served, off
             problems += broken(href, name, served, states)
     assert problems == [], "\n".join(problems[:40])
     assert refused == [], f"requests that left 127.0.0.1: {refused[:10]}"
-    page.close()
 
 
 def broken(href: str, page: str, served: str, states: dict[str, dict]) -> list[str]:
@@ -157,11 +156,10 @@ def broken(href: str, page: str, served: str, states: dict[str, dict]) -> list[s
 @pytest.mark.timeout(300)
 def test_search_finds_an_error_message_on_the_error_index(served, offline):
     context, refused = offline
-    page = context.new_page()
+    page = context.new_page()  # closed with the context, after the leak check (a closing renderer races it)
     page.goto(f"{served}search.html?q={urllib.parse.quote(SEARCHED)}", wait_until="load", timeout=60_000)
     results = "document.querySelectorAll('#search-results ul.search li a')"
     page.wait_for_function(f"() => {results}.length > 0", timeout=60_000)
     found = page.evaluate(f"() => [...{results}].map(a => a.href)")
     assert any(href.split("#")[0].endswith(ERRORS_PAGE) for href in found), found
     assert refused == []
-    page.close()
