@@ -20,7 +20,7 @@ STAMP := $(VENV)/.installed-torch-$(TORCH_VERSION)-$(TORCH_BUILD)
 # own 120 s deadlines, so under load their deadline fires first and kills its processes cleanly.
 CELL_TIMEOUT ?= 180
 
-.PHONY: setup lab test lint unit notebooks e2e html clean test-spawn test-forkserver unit-spawn unit-forkserver docs api-docs \
+.PHONY: setup lab test lint unit notebooks e2e site test-site clean test-spawn test-forkserver unit-spawn unit-forkserver docs api-docs \
 	test-cluster test-wheel lock
 
 setup: $(STAMP)
@@ -84,7 +84,7 @@ test:
 	@$(PY) tools/clean_check.py compare $(CLEAN)
 
 unit: $(STAMP)
-	$(PY) -m pytest tests helpers --doctest-modules -m "not browser and not wheel" $(XDIST)
+	$(PY) -m pytest tests helpers --doctest-modules -m "not browser and not wheel and not site" $(XDIST)
 
 # Only the browser test: every notebook run through JupyterLab's UI in Debian's Chromium
 # (`apt-get install chromium`; .ci/run installs it). Screenshots land in a temp dir it prints.
@@ -94,10 +94,22 @@ e2e: $(STAMP)
 notebooks: $(STAMP)
 	$(PY) -m pytest notebooks --nbmake --nbmake-timeout=$(CELL_TIMEOUT) $(XDIST)
 
-# A static site of the series: executes every notebook (temp copies, per-cell timeout) and renders an
-# index page plus one HTML page per notebook, plots embedded, into _site/ (gitignored).
-html: $(STAMP)
-	PYTHONPATH=$(CURDIR) $(PY) tools/build_site.py --out _site --timeout $(CELL_TIMEOUT)
+# The documentation site, into _site/ (gitignored): Sphinx + myst-nb (site/conf.py), sources staged in
+# build/site-src by tools/site.py: the notebooks executed with their outputs, the error index, the
+# patterns, the API page, search, Mermaid drawn from the copy `npm ci` installs in site/ (no network).
+# Execution goes through a jupyter-cache (build/jupyter-cache) that tools/site.py first seeds from the
+# notebooks `make test-wheel` executed (build/executed): after it, nothing is executed again. Warnings,
+# a broken link to a section among them, fail the build.
+site: $(STAMP) site/node_modules/.package-lock.json
+	@$(call TIMED,site) CELL_TIMEOUT=$(CELL_TIMEOUT) $(PY) -m tools.site --out _site --executed build/executed
+
+site/node_modules/.package-lock.json: site/package.json site/package-lock.json
+	cd site && npm ci --no-audit --no-fund --ignore-scripts
+
+# The built site in headless Chromium, served on 127.0.0.1, every other request refused
+# (tests/e2e/test_site.py, marker `site`, deselected elsewhere); run after `make site`.
+test-site: $(STAMP)
+	@$(call TIMED,site browser test) $(PY) -m pytest tests/e2e/test_site.py -m site -p no:cacheprovider
 # Portability: the default start method forced, as on macOS/Windows (spawn) and Linux with Python
 # 3.14+ (forkserver): every notebook (marker `notebook`) in a kernel of the kernelspec
 # jupyter-config/kernels/python3-$* (its exec_lines set the default; JUPYTER_PATH finds it), and
@@ -112,7 +124,7 @@ test-spawn test-forkserver: test-%: $(STAMP)
 	@$(PY) tools/clean_check.py compare $(CLEAN)
 
 unit-spawn unit-forkserver: unit-%: $(STAMP)
-	MP_DEFAULT_START_METHOD=$* $(PY) -m pytest tests helpers --doctest-modules -m "not browser and not wheel" $(XDIST)
+	MP_DEFAULT_START_METHOD=$* $(PY) -m pytest tests helpers --doctest-modules -m "not browser and not wheel and not site" $(XDIST)
 
 # Notebook 09's Ray Train run (scripts/train_ray.py): the optional `cluster` extra (Ray, large, so
 # not part of `make setup`) and its test, bounded by the test's own timeout.
@@ -124,10 +136,12 @@ test-cluster: $(STAMP)
 # built from a copy of the checkout, installed into a fresh venv in a temporary directory outside the
 # repository (torch and the other dependencies borrowed from .venv, the project itself not), every
 # notebook run under nbmake from an empty folder, an exercise checked there, and the setup cell's
-# Colab/Kaggle install from a local git repository. Its temporary directory is the system's, never
+# Colab/Kaggle install from a local git repository. The executed notebooks are kept in build/executed
+# for `make site`. Its temporary directory is the system's, never
 # the repository's. WHEEL_TEST_NOTEBOOKS=01,06 runs only those notebooks (while iterating).
 test-wheel: $(STAMP)
-	@$(call TIMED,wheel) $(PY) -m pytest tests/test_wheel.py -m wheel -p no:cacheprovider --durations=5
+	@$(call TIMED,wheel) EXECUTED_NOTEBOOKS=$(CURDIR)/build/executed $(PY) -m pytest tests/test_wheel.py -m wheel \
+		-p no:cacheprovider --durations=5
 
 # Refreshes the lock from the package index: the newest versions pyproject.toml allows, for every
 # Python from the oldest tested one (helpers.environment.TESTED_PYTHONS; tests/test_project.py keeps
@@ -146,4 +160,4 @@ docs api-docs: $(STAMP)
 	$(PY) -m tools.gen_docs
 
 clean:
-	rm -rf $(VENV) *.egg-info .pytest_cache .ruff_cache _site
+	rm -rf $(VENV) *.egg-info .pytest_cache .ruff_cache _site build site/node_modules

@@ -37,6 +37,9 @@ from tools.setup_cell import repository, setup_cell
 pytestmark = pytest.mark.wheel
 
 ROOT = Path(__file__).resolve().parent.parent
+# A folder to copy the executed notebooks into (the Makefile's test-wheel sets it to build/executed):
+# `make site` (tools/site.py) seeds its execution cache from them instead of running them again.
+EXECUTED_NOTEBOOKS = "EXECUTED_NOTEBOOKS"
 OWN_ENTRIES = ("__editable__", "torch_mp_notebooks", "helpers", "exercises", "solutions", "coursework")
 CHECK = (  # the learner's side, in the folder of the notebooks: the file the notebook wrote, graded
     "from helpers.checkers import CHECKERS, start_exercise\n"
@@ -156,10 +159,16 @@ def test_every_notebook_runs_from_an_empty_folder_with_the_wheel_installed(wheel
     nbformat.write(probe, learner / "zz_installed_from.ipynb")
     (learner / "pytest.ini").write_text("[pytest]\n")  # this folder is pytest's root: no conftest of ours
     command = [str(python), "-m", "pytest", ".", "--nbmake", "--nbmake-timeout=300", "-n", "2"]
-    command += ["-p", "no:cacheprovider", "-q"]
+    command += ["-p", "no:cacheprovider", "-q", "--overwrite"]  # the copies here keep their outputs
     done = run(command, 3000, cwd=learner, env=clean_env())
     print(done.stdout[-1500:])
     assert f"{len(notebooks) + 1} passed" in done.stdout
+    if keep := os.environ.get(EXECUTED_NOTEBOOKS):  # `make site` seeds its cache from them
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        for notebook in notebooks:
+            shutil.copy2(learner / notebook.name, Path(keep) / notebook.name)
+            executed = nbformat.read(Path(keep) / notebook.name, as_version=4)
+            assert any(cell.get("outputs") for cell in executed.cells), f"{notebook.name} kept no outputs"
 
     # A learner's file next to the notebooks: the starter notebook 07's exercise cell wrote, then edited.
     if not only:
