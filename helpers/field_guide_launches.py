@@ -185,8 +185,9 @@ def launcher(folder: str, handle_hangup: bool) -> None:
     def hang_up(signum, frame):
         raise SystemExit(128 + signum)  # unwinds the stack: the finally below runs
 
-    if handle_hangup:  # the fix; SIG_IGN (what nohup sets) would keep launcher and worker running
-        signal.signal(signal.SIGHUP, hang_up)
+    # The fix: a handler. Without it, SIGHUP's default action (set here in case this process inherited
+    # SIG_IGN: nohup sets it, and that keeps launcher and worker running) ends the launcher at once.
+    signal.signal(signal.SIGHUP, hang_up if handle_hangup else signal.SIG_DFL)
     worker = multiprocessing.get_context("spawn").Process(target=time.sleep, args=(60,))
     worker.start()
     Path(folder, ".pids").write_text(f"{os.getpid()} {worker.pid}")

@@ -173,7 +173,8 @@ def test_a_fork_context_lock_refused_by_a_spawn_child():
 def test_sighup_orphans_the_worker_unless_the_launcher_handles_it(handle_hangup):
     with tempfile.TemporaryDirectory() as folder:
         code = f"from helpers.field_guide_launches import launcher; launcher({folder!r}, {handle_hangup})"
-        job = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
+        ignore_hangups = lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN)  # noqa: E731 (as nohup starts it)
+        job = subprocess.Popen([sys.executable, "-c", code], start_new_session=True, preexec_fn=ignore_hangups)
         try:
             launcher_pid, worker_pid = fgl.pids_written(folder)
             os.kill(launcher_pid, signal.SIGHUP)
