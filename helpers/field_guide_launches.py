@@ -185,8 +185,7 @@ def launcher(folder: str, handle_hangup: bool) -> None:
     def hang_up(signum, frame):
         raise SystemExit(128 + signum)  # unwinds the stack: the finally below runs
 
-    # The fix: a handler. Without it, SIGHUP's default action (set here in case this process inherited
-    # SIG_IGN: nohup sets it, and that keeps launcher and worker running) ends the launcher at once.
+    # the fix: a handler; without, the default action (ends it), even if nohup's SIG_IGN was inherited
     signal.signal(signal.SIGHUP, hang_up if handle_hangup else signal.SIG_DFL)
     worker = multiprocessing.get_context("spawn").Process(target=time.sleep, args=(60,))
     worker.start()

@@ -174,7 +174,9 @@ def test_sighup_orphans_the_worker_unless_the_launcher_handles_it(handle_hangup)
     with tempfile.TemporaryDirectory() as folder:
         code = f"from helpers.field_guide_launches import launcher; launcher({folder!r}, {handle_hangup})"
         ignore_hangups = lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN)  # noqa: E731 (as nohup starts it)
-        job = subprocess.Popen([sys.executable, "-c", code], start_new_session=True, preexec_fn=ignore_hangups)
+        job = subprocess.Popen(
+            [sys.executable, "-c", code], start_new_session=True, preexec_fn=ignore_hangups
+        )
         try:
             launcher_pid, worker_pid = fgl.pids_written(folder)
             os.kill(launcher_pid, signal.SIGHUP)
