@@ -211,7 +211,9 @@ def write_records(path: str | Path, count: int) -> Path:
     """A file of ``count`` fixed-size records, record ``i`` holding the number ``i``.
     [13 · A file opened in __init__](../notebooks/13_field_guide_workers_and_machine.ipynb#a-file-opened-in-init-and-shared-by-fork-workers).
 
-    >>> import tempfile; p = write_records(Path(tempfile.mkdtemp()) / "r", 3); p.read_bytes()[8:16]
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     write_records(Path(folder) / "r", 3).read_bytes()[8:16]
     b'00000001'
     """
     Path(path).write_bytes(b"".join(f"{i:0{RECORD}d}".encode() for i in range(count)))
