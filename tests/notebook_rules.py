@@ -22,8 +22,11 @@ from helpers.source import source_text
 from tools.notebook_model import ROOT, Notebook, notebooks
 from tools.setup_cell import setup_cell as setup_cell_text
 
-MAIN_PATH_MINUTES = 20
-APPENDIX_MINUTES = 10
+# The promise to a learner is a main path of about 20 minutes (DESIGN.md). The rule checks it with a
+# margin, so that a wording fix or a needed sentence does not force a cut elsewhere; past 22 minutes
+# depth moves to an appendix or the notebook splits. Appendices: depth for some learners, 15 in all.
+MAIN_PATH_MINUTES = 22
+APPENDIX_MINUTES = 15
 READING_TIME = re.compile(r"about (\d+) min")
 MEDIAN_CELL_LINES = 8
 LONGEST_CELL_LINES = 25
