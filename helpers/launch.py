@@ -25,7 +25,7 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 
-from helpers.processes import kill_tree, reap
+from helpers.processes import PLATFORM, kill_tree, reap
 from helpers.stack_dump import register_stack_dump
 
 __all__ = [
@@ -41,8 +41,8 @@ __all__ = [
 # The cheapest safe start method for workers that need nothing special: fork on Linux (milliseconds
 # to start), spawn elsewhere (macOS has fork, but CPython calls it unsafe there: system frameworks may
 # crash a forked child; its default is spawn since 3.8). Passed explicitly, so results do not depend
-# on the platform's default start method.
-FAST_METHOD = "fork" if sys.platform == "linux" else "spawn"
+# on the platform's default start method. HELPERS_PLATFORM=darwin gives macOS's choice on Linux (CI).
+FAST_METHOD = "fork" if PLATFORM == "linux" else "spawn"
 IMPORTING_METHODS = ("spawn", "forkserver")
 
 

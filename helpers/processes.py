@@ -42,9 +42,20 @@ __all__ = [
     "dev_shm_entries",
     "run_python_script",
     "linux_only",
+    "PLATFORM",
+    "SIMULATED_PLATFORM",
 ]
 
 DEV_SHM = Path("/dev/shm")
+# The platform whose path the series takes: ``sys.platform``, unless HELPERS_PLATFORM names another.
+# ``HELPERS_PLATFORM=darwin`` on Linux makes every choice of ``helpers`` that depends on the platform
+# (the start method of FAST_METHOD, the Linux-only cells of linux_only) as on macOS: how CI runs the
+# macOS and Windows learners' path (docs/testing.md, "The macOS path"). torch and CPython themselves
+# still behave as on this machine, and facts read from the machine (the doctor) stay this machine's.
+SIMULATED_PLATFORM = "HELPERS_PLATFORM"
+PLATFORM = os.environ.get(SIMULATED_PLATFORM) or sys.platform
+if PLATFORM not in ("linux", "darwin", "win32") and PLATFORM != sys.platform:
+    raise ValueError(f"{SIMULATED_PLATFORM}={PLATFORM!r}: use linux, darwin or win32 (or unset it)")
 
 
 @dataclass
@@ -435,10 +446,11 @@ def linux_only(what: str) -> bool:
     >>> import contextlib, io
     >>> with contextlib.redirect_stdout(io.StringIO()) as printed:
     ...     here = linux_only("/proc/self/maps")
-    >>> here == (sys.platform == "linux"), printed.getvalue().startswith("" if here else "needs Linux")
+    >>> here == (PLATFORM == "linux"), printed.getvalue().startswith("" if here else "needs Linux")
     (True, True)
     """
-    if sys.platform == "linux":
+    if PLATFORM == "linux":
         return True
-    print(f"needs Linux ({what}): skipped on {sys.platform}")
+    simulated = f" ({SIMULATED_PLATFORM}, on {sys.platform})" if PLATFORM != sys.platform else ""
+    print(f"needs Linux ({what}): skipped on {PLATFORM}{simulated}")
     return False

@@ -16,7 +16,9 @@ import statistics
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from unittest.mock import patch
 
+from helpers import processes
 from helpers.processes import linux_only
 from helpers.source import source_text
 from tools.notebook_model import ROOT, Notebook, notebooks
@@ -189,6 +191,53 @@ def short_cells(nb: Notebook) -> list[str]:
     return problems
 
 
+# What takes the default start method when it is given none: a call of the module-level API of
+# multiprocessing (or torch.multiprocessing) that makes a process or a context-bound object, a context
+# asked for without a method, a DataLoader with workers and no `multiprocessing_context`. torch's
+# `mp.spawn` and `mp.start_processes` spawn unless told otherwise, whatever the default.
+DEFAULT_CONTEXT_CALLS = {
+    "Process", "Pool", "Queue", "SimpleQueue", "JoinableQueue", "Lock", "RLock", "Semaphore",
+    "BoundedSemaphore", "Event", "Condition", "Barrier", "Value", "Array", "Manager",
+}  # fmt: skip
+MP_MODULES = ("mp", "multiprocessing", "torch.multiprocessing")
+
+
+def default_start_sites(source_tree: ast.Module) -> list[str]:
+    """The calls in ``source_tree`` that would use the default start method (``names-start-method``).
+
+    >>> default_start_sites(ast.parse("mp.get_context('fork').Process(); mp.Queue(); mp.get_context()"))
+    ['mp.Queue()', 'mp.get_context()']
+    >>> default_start_sites(ast.parse("DataLoader(d, num_workers=2); DataLoader(d)"))
+    ['DataLoader(num_workers=...) without multiprocessing_context']
+    """
+    sites = []
+    for node in ast.walk(source_tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func, keywords = node.func, {k.arg for k in node.keywords}
+        name = ast.unparse(func)
+        owner = ast.unparse(func.value) if isinstance(func, ast.Attribute) else ""
+        attr = func.attr if isinstance(func, ast.Attribute) else name
+        if owner in MP_MODULES and attr in DEFAULT_CONTEXT_CALLS:
+            sites.append(f"{name}()")
+        elif attr == "get_context" and not node.args and "method" not in keywords:
+            sites.append(f"{name}()")
+        elif attr == "DataLoader" and "num_workers" in keywords and "multiprocessing_context" not in keywords:
+            workers = next(k.value for k in node.keywords if k.arg == "num_workers")
+            if not (isinstance(workers, ast.Constant) and workers.value == 0):
+                sites.append("DataLoader(num_workers=...) without multiprocessing_context")
+    return sites
+
+
+def names_start_method(nb: Notebook) -> list[str]:
+    return [
+        f"code cell {cell.code_index}: {site} takes the default start method: name one "
+        "(mp.get_context(METHOD), start_method=, multiprocessing_context=)"
+        for cell in nb.code_cells
+        for site in default_start_sites(cell.tree)
+    ]
+
+
 def no_set_start_method(nb: Notebook) -> list[str]:
     return [
         f"code cell {cell.code_index} calls set_start_method, which fails when the cell is re-run: "
@@ -249,10 +298,13 @@ def _shows_source(statement: ast.stmt) -> bool:
 
 
 def _skip_lines(guards: list[ast.stmt], platform: str) -> list[str]:
-    """What the guard statements print with ``sys.platform`` faked (their bodies do not run)."""
+    """What the guard statements print with the platform faked (their bodies do not run)."""
     real, sys.platform = sys.platform, platform
     try:
-        with contextlib.redirect_stdout(io.StringIO()) as printed:
+        with (
+            contextlib.redirect_stdout(io.StringIO()) as printed,
+            patch.object(processes, "PLATFORM", platform),
+        ):
             tree = ast.Module(body=guards, type_ignores=[])
             exec(compile(tree, "<guards>", "exec"), {"linux_only": linux_only})  # noqa: S102
     finally:
@@ -406,6 +458,12 @@ RULES = [
         short_cells,
     ),
     Rule("get-context", "no `set_start_method` (use `mp.get_context(...)`)", no_set_start_method),
+    Rule(
+        "names-start-method",
+        "every process, pool, queue, lock and DataLoader with workers names its start method "
+        "(so only the cells that read the default need the forced start-method runs)",
+        names_start_method,
+    ),
     Rule(
         "diagram",
         "a Mermaid diagram of the mechanism on the main path; every diagram of a known type",

@@ -218,3 +218,32 @@ def test_linux_only_is_true_on_linux_and_silent(monkeypatch, capsys):
     monkeypatch.setattr(sys, "platform", "darwin")
     assert linux_only("/proc") is False
     assert capsys.readouterr().out == "needs Linux (/proc): skipped on darwin\n"
+
+
+SIMULATION = (
+    "from helpers.launch import FAST_METHOD\n"
+    "from helpers.processes import PLATFORM, linux_only\n"
+    "print(PLATFORM, FAST_METHOD, linux_only('/proc'))\n"
+)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="simulates another platform on Linux")
+def test_helpers_platform_gives_the_macos_path_on_linux():
+    """HELPERS_PLATFORM=darwin: FAST_METHOD spawns and Linux-only cells skip (the macOS path CI runs);
+    unset, this Linux machine's choices; a name that is no platform is refused. No torch import."""
+    import subprocess
+
+    def run(value: str | None) -> subprocess.CompletedProcess:
+        env = {k: v for k, v in os.environ.items() if k != "HELPERS_PLATFORM"}
+        env |= {"HELPERS_PLATFORM": value} if value is not None else {}
+        return subprocess.run(
+            [sys.executable, "-c", SIMULATION], env=env, capture_output=True, text=True, timeout=60
+        )
+
+    assert run(None).stdout.split() == ["linux", "fork", "True"]
+    mac = run("darwin").stdout.splitlines()
+    assert mac == [
+        "needs Linux (/proc): skipped on darwin (HELPERS_PLATFORM, on linux)",
+        "darwin spawn False",
+    ]
+    assert "use linux, darwin or win32" in run("macos").stderr

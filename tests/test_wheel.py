@@ -160,7 +160,12 @@ def test_every_notebook_runs_from_an_empty_folder_with_the_wheel_installed(wheel
     (learner / "pytest.ini").write_text("[pytest]\n")  # this folder is pytest's root: no conftest of ours
     command = [str(python), "-m", "pytest", ".", "--nbmake", "--nbmake-timeout=300", "-n", "2"]
     command += ["-p", "no:cacheprovider", "-q", "--overwrite"]  # the copies here keep their outputs
-    done = run(command, 3000, cwd=learner, env=clean_env())
+    # The macOS (and Windows) learner's path: every interpreter of this environment defaults to spawn
+    # (the kernels, the patterns they run, torchrun's workers), and HELPERS_PLATFORM=darwin makes
+    # helpers choose as there (FAST_METHOD spawns, Linux-only cells skip). docs/testing.md.
+    site = run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], 60).stdout
+    (Path(site.strip()) / "spawn_default.pth").write_text(SPAWN_DEFAULT)
+    done = run(command, 3000, cwd=learner, env=clean_env(HELPERS_PLATFORM="darwin"))
     print(done.stdout[-1500:])
     assert f"{len(notebooks) + 1} passed" in done.stdout
     if keep := os.environ.get(EXECUTED_NOTEBOOKS):  # `make site` seeds its cache from them
@@ -184,9 +189,12 @@ def test_every_notebook_runs_from_an_empty_folder_with_the_wheel_installed(wheel
     assert "ex07: passed" in graded and f"graded: {learner / 'ex07_iterable_sharding.py'}" in graded, graded
 
 
+# A .pth line runs at every start of the environment's Python: the default start method as on macOS.
+SPAWN_DEFAULT = "import multiprocessing; multiprocessing.set_start_method('spawn', force=True)\n"
 PROBE = """\
-import pathlib, sys
+import multiprocessing, pathlib, sys
 import helpers
+from helpers.launch import FAST_METHOD
 from helpers.resources import checkout_root, pattern_path
 
 venv = pathlib.Path({venv!r}).resolve()
@@ -194,6 +202,7 @@ assert pathlib.Path(sys.prefix).resolve().is_relative_to(venv), sys.prefix
 assert pathlib.Path(helpers.__file__).resolve().is_relative_to(venv), helpers.__file__
 assert pattern_path("01_start_a_process.py").resolve().is_relative_to(venv)
 assert checkout_root() is None
+assert multiprocessing.get_start_method() == "spawn" and FAST_METHOD == "spawn"  # the macOS path
 print("kernel", sys.executable, "imports helpers from", helpers.__file__)
 """
 
