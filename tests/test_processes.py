@@ -213,9 +213,13 @@ def test_descendants_are_found_as_psutil_finds_them_grandchildren_included():
 
 
 def test_linux_only_is_true_on_linux_and_silent(monkeypatch, capsys):
+    from helpers import processes
+
     monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setattr(processes, "PLATFORM", "linux")
     assert linux_only("/proc") is True and capsys.readouterr().out == ""
     monkeypatch.setattr(sys, "platform", "darwin")
+    monkeypatch.setattr(processes, "PLATFORM", "darwin")
     assert linux_only("/proc") is False
     assert capsys.readouterr().out == "needs Linux (/proc): skipped on darwin\n"
 
