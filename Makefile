@@ -54,8 +54,9 @@ lint: $(STAMP)
 # Unit tests, the docstring examples in helpers/, and every notebook run in JupyterLab in headless
 # Chromium (tests/e2e, marker `browser`: Run All, every cell executed, no error output; the kernel is
 # the venv's, the one nbmake would start), in WORKERS pytest-xdist workers: twice as many as CPUs, at
-# most 8 (most tests wait on child processes and kernels). nbmake runs every notebook again under
-# `make test-spawn` and `make test-forkserver` (and `make notebooks`). Each test module and helpers
+# most 8 (most tests wait on child processes and kernels); it saves each executed notebook for the
+# site. nbmake runs every notebook again on the macOS path in `make test-wheel` (and all of them in
+# `make notebooks`), the ones that read the default in `make test-forkserver`. Each test module and helpers
 # module goes to one worker as a whole (--dist loadscope), in the order of the command line
 # (--no-loadscope-reorder), the longest first: the browser test's two halves (two modules, one
 # JupyterLab each), then the rest. No test asserts a bound on a measured time that a neighbour could
@@ -67,7 +68,6 @@ lint: $(STAMP)
 # that grows with the suite).
 WORKERS ?= $(shell $(PYTHON) -c "import os; print(min(8, 2 * (os.cpu_count() or 1)))")
 XDIST := -n $(WORKERS) --dist loadscope --no-loadscope-reorder
-NOTEBOOKS_LAST_FIRST := $(shell ls -r notebooks/[0-9][0-9]_*.ipynb)
 NBMAKE := --nbmake --nbmake-timeout=$(CELL_TIMEOUT)
 SUITE := tests/e2e tests helpers --doctest-modules
 TIMED = TIMEFORMAT="$(1): %0R s wall, %0U + %0S s CPU"; time
@@ -81,12 +81,14 @@ CLEAN := $(VENV)/clean-check
 # limit is not rerun: pytest-rerunfailures 16.7 reruns a test without it (docs/testing.md).
 RERUN := --reruns 1 --only-rerun '^(Empty|TimeoutExpired): ' --only-rerun 'still running after'
 RUN_TMP := TMPDIR=$(CURDIR)/$(CLEAN)/tmp
+# The browser run keeps each notebook as JupyterLab saved it after Run All: `make site` shows those.
+EXECUTED := $(CURDIR)/build/executed
 
 test:
 	@$(call TIMED,install) $(MAKE) --no-print-directory setup
 	@$(call TIMED,lint) $(MAKE) --no-print-directory lint
 	@$(PY) tools/clean_check.py save $(CLEAN)
-	@$(call TIMED,pytest on $(WORKERS) workers) $(RUN_TMP) $(PY) -m pytest $(SUITE) $(XDIST) $(RERUN) --durations=25
+	@$(call TIMED,pytest on $(WORKERS) workers) $(RUN_TMP) EXECUTED_NOTEBOOKS=$(EXECUTED) $(PY) -m pytest $(SUITE) $(XDIST) $(RERUN) --durations=25
 	@$(PY) tools/clean_check.py compare $(CLEAN)
 
 unit: $(STAMP)
@@ -104,10 +106,10 @@ notebooks: $(STAMP)
 # build/site-src by tools/site.py: the notebooks executed with their outputs, the error index, the
 # patterns, the API page, search, Mermaid drawn from the copy `npm ci` installs in site/ (no network).
 # Execution goes through a jupyter-cache (build/jupyter-cache) that tools/site.py first seeds from the
-# notebooks `make test-wheel` executed (build/executed): after it, nothing is executed again. Warnings,
-# a broken link to a section among them, fail the build.
+# notebooks the browser run of `make test` saved (build/executed): after it, nothing is executed
+# again. Warnings, a broken link to a section among them, fail the build.
 site: $(STAMP) site/node_modules/.package-lock.json
-	@$(call TIMED,site) CELL_TIMEOUT=$(CELL_TIMEOUT) $(PY) -m tools.site --out _site --executed build/executed
+	@$(call TIMED,site) CELL_TIMEOUT=$(CELL_TIMEOUT) $(PY) -m tools.site --out _site --executed $(EXECUTED)
 
 site/node_modules/.package-lock.json: site/package.json site/package-lock.json
 	cd site && npm ci --no-audit --no-fund --ignore-scripts
@@ -117,15 +119,21 @@ site/node_modules/.package-lock.json: site/package.json site/package-lock.json
 test-site: $(STAMP)
 	@$(call TIMED,site browser test) $(PY) -m pytest tests/e2e/test_site.py -m site -p no:cacheprovider
 # Portability: the default start method forced, as on macOS/Windows (spawn) and Linux with Python
-# 3.14+ (forkserver): every notebook (marker `notebook`) in a kernel of the kernelspec
-# jupyter-config/kernels/python3-$* (its exec_lines set the default; JUPYTER_PATH finds it), and
-# the tests marked `default_start_method`, in a test process that conftest.py gives the default
-# MP_DEFAULT_START_METHOD names. The other tests pass their start method explicitly; `make
-# unit-spawn` / `unit-forkserver` run every unit test with the default forced.
+# 3.14+ (forkserver), for what reads it. The rule `names-start-method` keeps every other start site
+# explicit, so a forced default changes only the tests marked `default_start_method` (run in a test
+# process that conftest.py gives the default MP_DEFAULT_START_METHOD names) and the notebooks whose
+# cells read the default (`python -m tests.notebook_rules --reads-default`), run in a kernel of the
+# kernelspec jupyter-config/kernels/python3-$* (its exec_lines set the default; JUPYTER_PATH finds it).
+# Under spawn those notebooks already ran in `make test-wheel`, every notebook on the macOS path, so
+# `make test-spawn` runs the marked tests only. `make unit-spawn` / `unit-forkserver` run every unit
+# test with the default forced.
 FORCED = MP_DEFAULT_START_METHOD=$* JUPYTER_PATH=$(CURDIR)/jupyter-config $(RUN_TMP)
+READS_DEFAULT = $(shell $(PY) -m tests.notebook_rules --reads-default)
+FORCED_NOTEBOOKS_spawn :=
+FORCED_NOTEBOOKS_forkserver = $(READS_DEFAULT)
 test-spawn test-forkserver: test-%: $(STAMP)
 	@$(PY) tools/clean_check.py save $(CLEAN)
-	@$(call TIMED,pytest $* on $(WORKERS) workers) $(FORCED) $(PY) -m pytest $(NOTEBOOKS_LAST_FIRST) tests \
+	@$(call TIMED,pytest $* on $(WORKERS) workers) $(FORCED) $(PY) -m pytest $(FORCED_NOTEBOOKS_$*) tests \
 		$(NBMAKE) --nbmake-kernel=python3-$* $(XDIST) $(RERUN) -m "notebook or default_start_method"
 	@$(PY) tools/clean_check.py compare $(CLEAN)
 
@@ -141,13 +149,12 @@ test-cluster: $(STAMP)
 # The series installed like a library (tests/test_wheel.py, marker `wheel`, deselected elsewhere): a wheel
 # built from a copy of the checkout, installed into a fresh venv in a temporary directory outside the
 # repository (torch and the other dependencies borrowed from .venv, the project itself not), every
-# notebook run under nbmake from an empty folder, an exercise checked there, and the setup cell's
-# Colab/Kaggle install from a local git repository. The executed notebooks are kept in build/executed
-# for `make site`. Its temporary directory is the system's, never
-# the repository's. WHEEL_TEST_NOTEBOOKS=01,06 runs only those notebooks (while iterating).
+# notebook run under nbmake from an empty folder on the macOS path (spawn default, HELPERS_PLATFORM=darwin),
+# an exercise checked there, and the setup cell's Colab/Kaggle install from a local git repository.
+# Its temporary directory is the system's, never the repository's. WHEEL_TEST_NOTEBOOKS=01,06 runs
+# only those notebooks (while iterating).
 test-wheel: $(STAMP)
-	@$(call TIMED,wheel) EXECUTED_NOTEBOOKS=$(CURDIR)/build/executed $(PY) -m pytest tests/test_wheel.py -m wheel \
-		-p no:cacheprovider --durations=5
+	@$(call TIMED,wheel) $(PY) -m pytest tests/test_wheel.py -m wheel -p no:cacheprovider --durations=5
 
 # Refreshes the lock from the package index: the newest versions pyproject.toml allows, for every
 # Python from the oldest tested one (helpers.environment.TESTED_PYTHONS; tests/test_project.py keeps

@@ -511,5 +511,23 @@ def contributing_list() -> str:
     return "\n".join(f"- `{rule.id}`: {rule.statement}" for rule in RULES)
 
 
+def reads_default(nb: Notebook) -> bool:
+    """Whether a code cell of ``nb`` reads the kernel's default start method: calls
+    ``get_start_method()``, takes the first of ``get_all_start_methods()`` (the default, first from
+    Python 3.13 on) or runs the doctor, which reports it. With ``names-start-method`` kept, these are
+    the only notebooks whose run a forced default changes (``make test-forkserver``)."""
+    for cell in nb.code_cells:
+        for node in ast.walk(cell.tree):
+            called = ast.unparse(node.func) if isinstance(node, ast.Call) else ""
+            if called.endswith("get_start_method") or re.search(r"\bmethods\[0\]", ast.unparse(node)):
+                return True
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("helpers.doctor"):
+                return True
+    return False
+
+
 if __name__ == "__main__":
-    print(contributing_list())
+    if sys.argv[1:] == ["--reads-default"]:  # the Makefile's list for the forced start-method runs
+        print(" ".join(str(nb.path.relative_to(ROOT)) for nb in notebooks() if reads_default(nb)))
+    else:
+        print(contributing_list())

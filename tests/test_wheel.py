@@ -3,7 +3,9 @@
 A copy of the checkout (its tracked and untracked, not ignored files: what a clean clone of this
 working tree holds) is built into a wheel with ``pip wheel``; the wheel goes into a fresh virtual
 environment in a temporary directory outside the repository; the notebooks alone are copied into an
-empty folder there and every one runs under nbmake in that environment's kernel; an exercise checker
+empty folder there and every one runs under nbmake in that environment's kernel, on the path a macOS
+or Windows learner takes (spawn as the kernel's default start method, ``HELPERS_PLATFORM=darwin``: the
+series' one run of that path, which also replaced a separate forced-spawn run); an exercise checker
 grades a learner's file written next to them. The notebooks' setup cell installs the package from
 a local git repository standing in for the remote, with Kaggle's variable set.
 
@@ -37,9 +39,6 @@ from tools.setup_cell import repository, setup_cell
 pytestmark = pytest.mark.wheel
 
 ROOT = Path(__file__).resolve().parent.parent
-# A folder to copy the executed notebooks into (the Makefile's test-wheel sets it to build/executed):
-# `make site` (tools/site.py) seeds its execution cache from them instead of running them again.
-EXECUTED_NOTEBOOKS = "EXECUTED_NOTEBOOKS"
 OWN_ENTRIES = ("__editable__", "torch_mp_notebooks", "helpers", "exercises", "solutions", "coursework")
 CHECK = (  # the learner's side, in the folder of the notebooks: the file the notebook wrote, graded
     "from helpers.checkers import CHECKERS, start_exercise\n"
@@ -158,22 +157,16 @@ def test_every_notebook_runs_from_an_empty_folder_with_the_wheel_installed(wheel
     probe.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(probe, learner / "zz_installed_from.ipynb")
     (learner / "pytest.ini").write_text("[pytest]\n")  # this folder is pytest's root: no conftest of ours
-    command = [str(python), "-m", "pytest", ".", "--nbmake", "--nbmake-timeout=300", "-n", "2"]
-    command += ["-p", "no:cacheprovider", "-q", "--overwrite"]  # the copies here keep their outputs
-    # The macOS (and Windows) learner's path: every interpreter of this environment defaults to spawn
-    # (the kernels, the patterns they run, torchrun's workers), and HELPERS_PLATFORM=darwin makes
+    # The macOS (and Windows) learner's path: the kernel's default start method is spawn (the kernelspec
+    # of `make test-spawn`, installed into the new environment), and HELPERS_PLATFORM=darwin makes
     # helpers choose as there (FAST_METHOD spawns, Linux-only cells skip). docs/testing.md.
-    site = run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], 60).stdout
-    (Path(site.strip()) / "spawn_default.pth").write_text(SPAWN_DEFAULT)
+    kernels = outside / "env" / "venv" / "share" / "jupyter" / "kernels"
+    shutil.copytree(ROOT / "jupyter-config" / "kernels" / "python3-spawn", kernels / "python3-spawn")
+    command = [str(python), "-m", "pytest", ".", "--nbmake", "--nbmake-timeout=300", "-n", "2"]
+    command += ["--nbmake-kernel=python3-spawn", "-p", "no:cacheprovider", "-q", "--overwrite"]
     done = run(command, 3000, cwd=learner, env=clean_env(HELPERS_PLATFORM="darwin"))
     print(done.stdout[-1500:])
     assert f"{len(notebooks) + 1} passed" in done.stdout
-    if keep := os.environ.get(EXECUTED_NOTEBOOKS):  # `make site` seeds its cache from them
-        Path(keep).mkdir(parents=True, exist_ok=True)
-        for notebook in notebooks:
-            shutil.copy2(learner / notebook.name, Path(keep) / notebook.name)
-            executed = nbformat.read(Path(keep) / notebook.name, as_version=4)
-            assert any(cell.get("outputs") for cell in executed.cells), f"{notebook.name} kept no outputs"
 
     # A learner's file next to the notebooks: the starter notebook 07's exercise cell wrote, then edited.
     if not only:
@@ -189,8 +182,6 @@ def test_every_notebook_runs_from_an_empty_folder_with_the_wheel_installed(wheel
     assert "ex07: passed" in graded and f"graded: {learner / 'ex07_iterable_sharding.py'}" in graded, graded
 
 
-# A .pth line runs at every start of the environment's Python: the default start method as on macOS.
-SPAWN_DEFAULT = "import multiprocessing; multiprocessing.set_start_method('spawn', force=True)\n"
 PROBE = """\
 import multiprocessing, pathlib, sys
 import helpers

@@ -25,9 +25,11 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
 import time
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from tests.e2e.lab import CHROMIUM_ARGS, chromium, lab_server
@@ -104,6 +106,10 @@ MERMAID_JS = """() => {
 }"""
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")  # the colours of a traceback
+# A folder to keep each notebook as JupyterLab saved it after Run All (the Makefile's `test` sets it to
+# build/executed): `make site` seeds its execution cache from them, so the site shows the outputs of
+# the learner's setting and executes nothing again.
+EXECUTED_NOTEBOOKS = "EXECUTED_NOTEBOOKS"
 
 COMMS_JS = "() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.commsOverSubshells"
 
@@ -137,6 +143,19 @@ def _summary(state: dict | None) -> str:
 
 def _finished(state: dict) -> bool:
     return state["kernel"] == "idle" and not any(c["state"] == "running" for c in state["cells"])
+
+
+def _keep_saved(page, saved: Path, keep: Path) -> None:
+    """Save the notebook from JupyterLab (File > Save), then copy the file it wrote into ``keep``."""
+    before = saved.stat().st_mtime_ns
+    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+    deadline = time.monotonic() + 30
+    while saved.stat().st_mtime_ns == before and time.monotonic() < deadline:
+        time.sleep(0.2)
+    executed = nbformat.read(saved, as_version=4)
+    assert any(cell.get("outputs") for cell in executed.cells), f"{saved.name} was saved without outputs"
+    keep.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(saved, keep / saved.name)
 
 
 def _run_all_from_menu(page) -> None:
@@ -286,6 +305,8 @@ def run_in_jupyterlab(path: Path, context, lab, shots: Path) -> None:
         diagrams = _wait_for_diagrams(page, _diagrams(path))
         page.screenshot(path=str(shots / f"{path.stem}.png"))
         dom = page.evaluate(DOM_JS)
+        if keep := os.environ.get(EXECUTED_NOTEBOOKS):  # saved before a control moves: default outputs
+            _keep_saved(page, lab.root_dir / folder / path.name, Path(keep))
 
         printed = ["".join(o["text"] for o in c["outputs"] if o["type"] == "stream") for c in state["cells"]]
         errors = [  # with what the cell and the one before it printed (a failed check's figures)
