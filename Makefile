@@ -87,6 +87,7 @@ EXECUTED := $(CURDIR)/build/executed
 test:
 	@$(call TIMED,install) $(MAKE) --no-print-directory setup
 	@$(call TIMED,lint) $(MAKE) --no-print-directory lint
+	@$(PY) -m tools.size_report
 	@$(PY) tools/clean_check.py save $(CLEAN)
 	@$(call TIMED,pytest on $(WORKERS) workers) $(RUN_TMP) EXECUTED_NOTEBOOKS=$(EXECUTED) $(PY) -m pytest $(SUITE) $(XDIST) $(RERUN) --durations=25
 	@$(PY) tools/clean_check.py compare $(CLEAN)

@@ -51,8 +51,9 @@ ROOT = Path(__file__).resolve().parent.parent
 PATTERNS = sorted((ROOT / "patterns").glob("[0-9][0-9]_*.py"))
 INDEX = ROOT / "patterns" / "README.md"
 METHODS = multiprocessing.get_all_start_methods()
-# About 30 lines: 32, plus the 3-line ending of a bounded join and the producer's one thread (03).
-MAX_LINES = 36
+# A pattern fits in a learner's head: about 30 lines is the guideline (DESIGN.md), 40 the limit, so
+# that a needed line (a bounded join's ending, a comment that says why) does not force a cut elsewhere.
+MAX_LINES = 40
 # Patterns whose run is the same whatever start method they are given: run once. mp.spawn always
 # spawns (06 and 12 take no argument); torchrun starts a script's workers as plain subprocesses, whatever
 # --start-method says (09). Three runs of each cost about 36 CPU-seconds for nothing.
@@ -326,9 +327,9 @@ def test_the_static_checks_find_each_broken_rule(tmp_path):
         .replace("child.join(timeout=60)", "child.join()")
         .replace('if __name__ == "__main__":', "if True:")
     )
-    problems = pattern_findings(_probe(tmp_path, broken + "\n" * 10))
+    problems = pattern_findings(_probe(tmp_path, broken + "\n" * 14))
     assert problems == [
-        "40 lines (at most 36, blank lines and comments included)",
+        "44 lines (at most 40, blank lines and comments included)",
         'no `if __name__ == "__main__":` guard',
         "imports ['helpers', 'pandas']: only the standard library, torch and numpy",
         "line 23: queue.get() waits forever (pass timeout=...)",
