@@ -98,3 +98,16 @@ def test_no_merge_conflict_markers_in_tracked_files():
         if re.search(r"^(<{7}|>{7}) ", text, flags=re.M):
             marked.append(name)
     assert not marked, f"merge conflict markers in {marked}"
+
+
+def test_the_testing_page_lists_every_stage_of_the_ci_run_in_order():
+    """docs/testing.md's table of stages names the `make` targets of .ci/run, in its order."""
+    run = [
+        line.split()[1]
+        for line in (ROOT / ".ci" / "run").read_text().splitlines()
+        if line.startswith("make ")
+    ]
+    page = (ROOT / "docs" / "testing.md").read_text()
+    table = page[page.index("<!-- stages:") : page.index("<!-- end of stages -->")]
+    listed = re.findall(r"^\| `make ([\w-]+)` \|", table, flags=re.MULTILINE)
+    assert listed == run, f".ci/run runs {run}; docs/testing.md's stages list {listed}"
