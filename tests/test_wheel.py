@@ -128,6 +128,9 @@ def test_the_wheel_carries_helpers_and_every_file_the_notebooks_read(wheel):
     assert {"helpers/__init__.py", "helpers/resources.py", "helpers/checkers/core.py"} <= names
     metadata = zipfile.ZipFile(wheel).read(f"{wheel.name.split('-py3')[0]}.dist-info/METADATA").decode()
     assert "Requires-Dist: torch>=2.11" in metadata and "Requires-Python: >=3.10" in metadata
+    assert "License-Expression: MIT" in metadata and any(
+        n.endswith(".dist-info/licenses/LICENSE") for n in names
+    )
 
 
 @pytest.mark.timeout(3600)
