@@ -43,7 +43,6 @@ __all__ = [
     "run_python_script",
     "linux_only",
     "PLATFORM",
-    "SIMULATED_PLATFORM",
 ]
 
 DEV_SHM = Path("/dev/shm")
