@@ -5,6 +5,8 @@ The notebooks' rules are tests/notebook_rules.py (run by tests/test_notebook_con
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import yaml
@@ -111,3 +113,33 @@ def test_the_testing_page_lists_every_stage_of_the_ci_run_in_order():
     table = page[page.index("<!-- stages:") : page.index("<!-- end of stages -->")]
     listed = re.findall(r"^\| `make ([\w-]+)` \|", table, flags=re.MULTILINE)
     assert listed == run, f".ci/run runs {run}; docs/testing.md's stages list {listed}"
+
+
+def test_the_setup_cell_names_a_helpers_py_that_shadows_the_series_package(tmp_path):
+    """A learner's own helpers.py beside a notebook: the setup cell stops with the file's path and the
+    fix, instead of `'helpers' is not a package` from the next import (issue 53). Where the series'
+    package is found, the cell runs."""
+    from tools.setup_cell import setup_cell
+
+    run = (
+        "import sys\nfrom IPython.core.interactiveshell import InteractiveShell\n"
+        "print(repr(InteractiveShell.instance().run_cell(sys.stdin.read()).error_in_exec))\n"
+    )
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "helpers.py").write_text("x = 1\n")
+    outcomes = {}
+    for folder in (tmp_path / "mine", tmp_path):
+        done = subprocess.run(
+            [sys.executable, "-c", run],
+            cwd=folder,
+            input=setup_cell(),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        outcomes[folder.name] = done.stdout.strip().splitlines()[-1]
+    shadow = tmp_path / "mine" / "helpers.py"
+    assert outcomes == {
+        "mine": f'ImportError("{shadow} shadows the series\' helpers: rename it")',
+        tmp_path.name: "None",
+    }

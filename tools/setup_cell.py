@@ -43,6 +43,8 @@ if importlib.util.find_spec("helpers") is None:
         importlib.invalidate_caches()
     else:
         raise ModuleNotFoundError(f"No module named 'helpers': pip install git+{{REPOSITORY}}, then restart")
+elif importlib.util.find_spec("helpers").submodule_search_locations is None:  # a helpers.py, not the package
+    raise ImportError(f"{{importlib.util.find_spec('helpers').origin}} shadows the series' helpers: rename it")
 from helpers.resources import pattern_path"""
 
 
