@@ -152,11 +152,10 @@ def train_two_steps(
     """Two DDP steps (gloo) of the model ``case`` names (``"unused head"``: :func:`model_with_unused_head`,
     ``"checkpointed twice"``: :func:`model_checkpointed_twice`), each rank on its own
     :func:`rank_input`; ``option`` (``"find_unused_parameters"``, ``"static_graph"`` or None) is
-    passed to DDP as True. Notebook 14's DDP cases.
+    passed to DDP as True. Notebook 14's DDP cases; returns quietly when both steps ran.
 
     >>> from helpers.ddp import free_port
     >>> train_two_steps(0, 1, free_port(), "unused head", "find_unused_parameters", timeout=60.0)
-    rank 0: 2 steps, unused head, find_unused_parameters
     """
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
@@ -169,7 +168,6 @@ def train_two_steps(
         model = DDP(MODELS[case](), **({option: True} if option else {}))
         for _step in range(2):  # the second forward checks that the first step's reduction ended
             model(rank_input(rank)).sum().backward()
-        print(f"rank {rank}: 2 steps, {case}, {option}", flush=True)
     finally:
         dist.destroy_process_group()
 
