@@ -267,7 +267,8 @@ ERROR_INDEX: tuple[IndexEntry, ...] = (
         "14_field_guide_launches_and_ranks.ipynb",
         "appendix-d-python-3-14-s-forkserver-beyond-the-guard",
         'a Lock, Event, Semaphore or Queue of `get_context("fork")` passed to a spawn or forkserver child:'
-        " make it with the child's context",
+        " make it with the child's context (refused since CPython 3.11.5 and 3.12, cpython#77377; 3.10.13"
+        " let it through and the child died of SIGSEGV)",
     ),
     IndexEntry(
         "RuntimeError: Distributed package doesn't have NCCL built in",
