@@ -132,6 +132,7 @@ MODELS = {  # the cases of train_two_steps and first_step_gradient
 def rank_input(rank: int) -> torch.Tensor:
     """Rank ``rank``'s batch: two rows of ``rank + 1``. Ranks must see different data, or a gradient
     that was never averaged looks averaged.
+    [14 · DDP](../notebooks/14_field_guide_launches_and_ranks.ipynb#ddp-expected-to-have-finished-reduction-in-the-prior-iteration)
 
     >>> rank_input(1).tolist()
     [[2.0, 2.0, 2.0, 2.0], [2.0, 2.0, 2.0, 2.0]]
@@ -178,7 +179,7 @@ def first_step_gradient(
     """One DDP step (gloo) of ``case`` (as in :func:`train_two_steps`) on this rank's
     :func:`rank_input`; puts (rank, the first row of the weight's gradient after ``backward()``) on
     ``results``. DDP should leave every rank with :func:`mean_gradient`.
-    [14 · DDP](../notebooks/14_field_guide_launches_and_ranks.ipynb#ddp-expected-to-have-finished-reduction-in-the-prior-iteration)
+    [14 · Appendix B](../notebooks/14_field_guide_launches_and_ranks.ipynb#appendix-b-more-ddp-errors-that-are-not-hangs)
 
     >>> import queue
     >>> from helpers.ddp import free_port
@@ -203,6 +204,7 @@ def mean_gradient(case: str, world_size: int) -> list[float]:
     """The gradient DDP must give every rank, computed in this one process without DDP: the mean of
     the ranks' gradients (each on its :func:`rank_input`), first row. The cases' gradients do not
     depend on the weights, so a fresh model gives the same numbers as the ranks' models.
+    [14 · Appendix B](../notebooks/14_field_guide_launches_and_ranks.ipynb#appendix-b-more-ddp-errors-that-are-not-hangs)
 
     >>> mean_gradient("unused head", 2)
     [3.0, 3.0, 3.0, 3.0]
