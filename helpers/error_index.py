@@ -209,12 +209,24 @@ ERROR_INDEX: tuple[IndexEntry, ...] = (
         " yes and exits with code 1 (no `BdbQuit`); debug one process, or `torch.distributed.breakpoint()`",
     ),
     IndexEntry(
-        "RuntimeError: Expected to have finished reduction in the prior iteration before starting a new one.",
+        "RuntimeError: Expected to have finished reduction in the prior iteration before starting a new one."
+        " This error indicates that your module has parameters that were not used in producing loss.",
         "ddp_unused_parameters",
         "14_field_guide_launches_and_ranks.ipynb",
         "ddp-expected-to-have-finished-reduction-in-the-prior-iteration",
-        "DDP: a parameter got no gradient in the last step (unused by the loss); remove it, or"
-        " `find_unused_parameters=True` / `static_graph=True`",
+        "DDP: a parameter got no gradient in the last step: forward never used it, or used it for an"
+        " output the loss ignores (an auxiliary head); remove it, or `find_unused_parameters=True` /"
+        " `static_graph=True` (only if the same parameters go unused every step). The first step raised"
+        " nothing and left its gradients un-averaged (torch 2.15.0)",
+    ),
+    IndexEntry(
+        "RuntimeError: Expected to have finished reduction in the prior iteration before starting a new one."
+        " This error indicates that your training graph has changed in this iteration",
+        "ddp_unused_parameters",
+        "14_field_guide_launches_and_ranks.ipynb",
+        "ddp-expected-to-have-finished-reduction-in-the-prior-iteration",
+        "DDP with `static_graph=True`: a parameter used in one step went unused in a later one (a branch);"
+        " `static_graph` is the cause here, not the fix: `find_unused_parameters=True` instead",
     ),
     IndexEntry(
         "RuntimeError: Expected to mark a variable ready only once.",
@@ -222,7 +234,9 @@ ERROR_INDEX: tuple[IndexEntry, ...] = (
         "14_field_guide_launches_and_ranks.ipynb",
         "appendix-b-more-ddp-errors-that-are-not-hangs",
         "DDP: a parameter's gradient hook fired twice in one step (the same layer under two reentrant"
-        " `checkpoint`s with `find_unused_parameters=True`): `static_graph=True` or `use_reentrant=False`",
+        " `checkpoint`s with `find_unused_parameters=True`): `use_reentrant=False` or `static_graph=True`."
+        " Without `find_unused_parameters` the same model runs with no error and wrong, per-rank gradients"
+        " (torch 2.15.0; unsupported, per DDP's docstring)",
     ),
     IndexEntry(
         "ValueError: signal only works in main thread of the main interpreter",
@@ -253,7 +267,8 @@ ERROR_INDEX: tuple[IndexEntry, ...] = (
         "14_field_guide_launches_and_ranks.ipynb",
         "appendix-d-python-3-14-s-forkserver-beyond-the-guard",
         'a Lock, Event, Semaphore or Queue of `get_context("fork")` passed to a spawn or forkserver child:'
-        " make it with the child's context",
+        " make it with the child's context (refused since CPython 3.11.5 and 3.12, cpython#77377; 3.10.13"
+        " let it through and the child died of SIGSEGV)",
     ),
     IndexEntry(
         "RuntimeError: Distributed package doesn't have NCCL built in",

@@ -33,7 +33,10 @@ __all__ = [
     "logging_in_worker",
     "model_with_unused_head",
     "model_checkpointed_twice",
+    "rank_input",
     "train_two_steps",
+    "first_step_gradient",
+    "mean_gradient",
     "launcher",
     "pids_written",
     "still_running",
@@ -96,9 +99,10 @@ def model_with_unused_head() -> torch.nn.Module:
     return net
 
 
-def model_checkpointed_twice() -> torch.nn.Module:
-    """A model that runs one layer twice, each time under a reentrant activation checkpoint
-    ([14 · Appendix B](../notebooks/14_field_guide_launches_and_ranks.ipynb#appendix-b-more-ddp-errors-that-are-not-hangs)).
+def model_checkpointed_twice(use_reentrant: bool = True) -> torch.nn.Module:
+    """A model that runs one layer twice, each time under an activation checkpoint (reentrant by
+    default; DDP's docstring: a layer checkpointed more than once with ``use_reentrant=True`` is not
+    supported) ([14 · Appendix B](../notebooks/14_field_guide_launches_and_ranks.ipynb#appendix-b-more-ddp-errors-that-are-not-hangs)).
 
     >>> import torch
     >>> model_checkpointed_twice()(torch.ones(1, 4, requires_grad=True)).shape
@@ -113,23 +117,47 @@ def model_checkpointed_twice() -> torch.nn.Module:
             self.layer = torch.nn.Linear(4, 4)
 
         def forward(self, x):
-            return sum(checkpoint(self.layer, x, use_reentrant=True) for _ in range(2))
+            return sum(checkpoint(self.layer, x, use_reentrant=use_reentrant) for _ in range(2))
 
     return Twice()
+
+
+MODELS = {  # the cases of train_two_steps and first_step_gradient
+    "unused head": model_with_unused_head,
+    "checkpointed twice": model_checkpointed_twice,
+    "checkpointed twice, use_reentrant=False": lambda: model_checkpointed_twice(use_reentrant=False),
+}
+
+
+def rank_input(rank: int) -> torch.Tensor:
+    """Rank ``rank``'s batch: two rows of ``rank + 1``. Ranks must see different data, or a gradient
+    that was never averaged looks averaged.
+    [14 · DDP](../notebooks/14_field_guide_launches_and_ranks.ipynb#ddp-expected-to-have-finished-reduction-in-the-prior-iteration)
+
+    >>> rank_input(1).tolist()
+    [[2.0, 2.0, 2.0, 2.0], [2.0, 2.0, 2.0, 2.0]]
+    """
+    import torch
+
+    return torch.full((2, 4), float(rank + 1), requires_grad=True)
+
+
+def _weight(model: torch.nn.Module) -> torch.Tensor:
+    """The weight whose gradient the cases compare: the reused layer's, or the Linear's own."""
+    return model.layer.weight if hasattr(model, "layer") else model.weight
 
 
 def train_two_steps(
     rank: int, world_size: int, port: int, case: str, option: str | None, timeout: float
 ) -> None:
     """Two DDP steps (gloo) of the model ``case`` names (``"unused head"``: :func:`model_with_unused_head`,
-    ``"checkpointed twice"``: :func:`model_checkpointed_twice`); ``option`` (``"find_unused_parameters"``,
-    ``"static_graph"`` or None) is passed to DDP as True. Notebook 14's DDP cases.
+    ``"checkpointed twice"``: :func:`model_checkpointed_twice`), each rank on its own
+    :func:`rank_input`; ``option`` (``"find_unused_parameters"``, ``"static_graph"`` or None) is
+    passed to DDP as True. Notebook 14's DDP cases; returns quietly when both steps ran.
 
     >>> from helpers.ddp import free_port
     >>> train_two_steps(0, 1, free_port(), "unused head", "find_unused_parameters", timeout=60.0)
-    rank 0: 2 steps, unused head, find_unused_parameters
     """
-    import torch
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -138,13 +166,53 @@ def train_two_steps(
         "gloo", init_method=url, rank=rank, world_size=world_size, timeout=timedelta(seconds=timeout)
     )
     try:
-        build = {"unused head": model_with_unused_head, "checkpointed twice": model_checkpointed_twice}[case]
-        model = DDP(build(), **({option: True} if option else {}))
+        model = DDP(MODELS[case](), **({option: True} if option else {}))
         for _step in range(2):  # the second forward checks that the first step's reduction ended
-            model(torch.ones(2, 4, requires_grad=True)).sum().backward()
-        print(f"rank {rank}: 2 steps, {case}, {option}", flush=True)
+            model(rank_input(rank)).sum().backward()
     finally:
         dist.destroy_process_group()
+
+
+def first_step_gradient(
+    rank: int, world_size: int, port: int, case: str, option: str | None, results: Queue
+) -> None:
+    """One DDP step (gloo) of ``case`` (as in :func:`train_two_steps`) on this rank's
+    :func:`rank_input`; puts (rank, the first row of the weight's gradient after ``backward()``) on
+    ``results``. DDP should leave every rank with :func:`mean_gradient`.
+    [14 · Appendix B](../notebooks/14_field_guide_launches_and_ranks.ipynb#appendix-b-more-ddp-errors-that-are-not-hangs)
+
+    >>> import queue
+    >>> from helpers.ddp import free_port
+    >>> results = queue.Queue()
+    >>> first_step_gradient(0, 1, free_port(), "unused head", None, results)
+    >>> results.get(timeout=5)
+    (0, [2.0, 2.0, 2.0, 2.0])
+    """
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size)
+    try:
+        model = DDP(MODELS[case](), **({option: True} if option else {}))
+        model(rank_input(rank)).sum().backward()  # backward() returns once DDP has averaged
+        results.put((rank, _weight(model.module).grad[0].tolist()))
+    finally:
+        dist.destroy_process_group()
+
+
+def mean_gradient(case: str, world_size: int) -> list[float]:
+    """The gradient DDP must give every rank, computed in this one process without DDP: the mean of
+    the ranks' gradients (each on its :func:`rank_input`), first row. The cases' gradients do not
+    depend on the weights, so a fresh model gives the same numbers as the ranks' models.
+    [14 · Appendix B](../notebooks/14_field_guide_launches_and_ranks.ipynb#appendix-b-more-ddp-errors-that-are-not-hangs)
+
+    >>> mean_gradient("unused head", 2)
+    [3.0, 3.0, 3.0, 3.0]
+    """
+    model = MODELS[case]()
+    for rank in range(world_size):
+        (model(rank_input(rank)).sum() / world_size).backward()  # gradients accumulate: their mean
+    return _weight(model).grad[0].tolist()
 
 
 def pids_written(folder: str, timeout: float = 30.0) -> tuple[int, int]:
@@ -165,10 +233,12 @@ def pids_written(folder: str, timeout: float = 30.0) -> tuple[int, int]:
     return int(first), int(second)
 
 
-def launcher(folder: str, handle_hangup: bool) -> None:
-    """A job's launcher: one worker (it sleeps a minute), both pids written to ``folder``, a bounded
-    join and a ``finally`` that stops the worker. ``handle_hangup``: SIGHUP raises SystemExit, so the
-    ``finally`` runs. [14 · SIGHUP](../notebooks/14_field_guide_launches_and_ranks.ipynb#the-terminal-closed-sighup-and-the-workers-left-behind)
+def launcher(folder: str, handle_hangup: bool, nohup: bool = False, seconds: float = 60) -> None:
+    """A job's launcher: one worker (it sleeps ``seconds``), both pids written to ``folder``, a
+    bounded join and a ``finally`` that stops the worker. ``handle_hangup``: SIGHUP raises
+    SystemExit, so the ``finally`` runs; ``nohup``: started as ``nohup`` starts it (SIGHUP ignored),
+    and then the handler keeps that ``SIG_IGN``.
+    [14 · SIGHUP](../notebooks/14_field_guide_launches_and_ranks.ipynb#the-terminal-closed-sighup-and-the-workers-left-behind)
 
     >>> import multiprocessing, shutil, signal, tempfile
     >>> folder = tempfile.mkdtemp()
@@ -185,14 +255,15 @@ def launcher(folder: str, handle_hangup: bool) -> None:
     def hang_up(signum, frame):
         raise SystemExit(128 + signum)  # unwinds the stack: the finally below runs
 
-    # the fix: a handler; without, the default action (ends it), even if nohup's SIG_IGN was inherited
-    signal.signal(signal.SIGHUP, hang_up if handle_hangup else signal.SIG_DFL)
-    worker = multiprocessing.get_context("spawn").Process(target=time.sleep, args=(60,))
+    signal.signal(signal.SIGHUP, signal.SIG_IGN if nohup else signal.SIG_DFL)  # how it was started
+    if handle_hangup and signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:  # keep nohup's SIG_IGN
+        signal.signal(signal.SIGHUP, hang_up)  # the fix; without it, the default action ends the process
+    worker = multiprocessing.get_context("spawn").Process(target=time.sleep, args=(seconds,))
     worker.start()
     Path(folder, ".pids").write_text(f"{os.getpid()} {worker.pid}")
     os.replace(Path(folder, ".pids"), Path(folder, "pids"))  # readers see the whole file or none
     try:
-        worker.join(timeout=60)
+        worker.join(timeout=seconds + 60)
     finally:  # skipped when a signal's default action ends the process
         worker.terminate()
         worker.join(timeout=5)

@@ -1,5 +1,5 @@
-"""A launcher that stops its workers on SIGHUP; workers that set up their own logging.
-Run: python 14_hangup_safe_launcher.py [method] [hangup]   (hangup: it sends itself SIGHUP)"""
+"""A launcher that stops its workers on SIGHUP (under nohup it keeps nohup's SIG_IGN); workers that log.
+Run: python 14_hangup_safe_launcher.py [method] [seconds] [hangup]   (hangup: it sends itself SIGHUP)"""
 
 import logging
 import signal
@@ -16,17 +16,17 @@ def worker(rank, seconds):
 
 
 if __name__ == "__main__":
-    method, hangup = (sys.argv[1] if len(sys.argv) > 1 else "spawn"), "hangup" in sys.argv
-    if hasattr(signal, "SIGHUP"):  # POSIX; signal.signal works on the main thread only
+    method, seconds = (sys.argv[1:] + ["spawn"])[0], float((sys.argv[2:] + [0])[0])  # seconds: each worker's
+    if hasattr(signal, "SIGHUP") and signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:  # SIG_IGN: nohup
         signal.signal(signal.SIGHUP, lambda signum, frame: sys.exit(128 + signum))  # SystemExit: finally runs
-    workers = [mp.get_context(method).Process(target=worker, args=(r, 60 * hangup)) for r in range(2)]
+    workers = [mp.get_context(method).Process(target=worker, args=(r, seconds)) for r in range(2)]
     try:
         for w in workers:
             w.start()
-        if hangup:  # what a closed terminal sends the launcher
+        if "hangup" in sys.argv:  # what a closed terminal sends the launcher
             signal.raise_signal(signal.SIGHUP)
         for w in workers:
-            w.join(timeout=60)
+            w.join(timeout=seconds + 60)
     finally:
         for w in workers:
             if w.pid is not None and w.exitcode is None:  # started, still running

@@ -62,7 +62,9 @@ WRONG_ANSWERS = [
     ("ex12", "ex12_whole_model", "not the whole model"),
     ("ex12", "ex12_no_all_gather", "moved only in its own slice"),
     ("ex13", "ex13_opens_in_init", "opened its file in __init__"),
-    ("ex14", "ex14_no_level", "the root logger's level is WARNING in a spawn child"),
+    ("ex14", "ex14_no_level", "a spawn child starts at WARNING"),
+    ("ex14", "ex14_basicconfig_noop", "unless it is given force=True"),
+    ("ex14", "ex14_formatted", "already formatted"),
     ("ex14", "ex14_adds_handler", "inherits the parent's handlers"),
 ]
 

@@ -80,12 +80,29 @@ def ddp_imported():
     preload_ddp()
 
 
+def _first_step_gradients(case: str, option: str | None) -> dict[int, list[float]]:
+    """Each of 2 forked ranks' weight gradient after one DDP step on its own input (rank -> first row)."""
+    results = multiprocessing.get_context("fork").SimpleQueue()
+    spawn_with_deadline(
+        fgl.first_step_gradient, args=(2, free_port(), case, option, results), nprocs=2, method="fork"
+    )
+    return dict(results.get() for _ in range(2))
+
+
 @needs_fork
 def test_an_unused_parameter_fails_the_second_step_and_both_options_fix_it(ddp_imported):
     printed = _raised(fgl.train_two_steps, (2, free_port(), "unused head", None, 20))
-    assert matches(printed, entry_for("Expected to have finished reduction").message), printed
+    assert matches(printed, entry_for("your module has parameters that were not used").message), printed
     for option in ("find_unused_parameters", "static_graph"):
         assert _raised(fgl.train_two_steps, (2, free_port(), "unused head", option, 20)) == "no error"
+
+
+@needs_fork
+def test_one_step_with_an_unused_parameter_raises_nothing_and_averages_nothing(ddp_imported):
+    mean = fgl.mean_gradient("unused head", 2)
+    assert mean == [3.0] * 4  # ranks' inputs differ: their gradients [2, ...] and [4, ...]
+    assert _first_step_gradients("unused head", None) == {0: [2.0] * 4, 1: [4.0] * 4}  # not averaged
+    assert _first_step_gradients("unused head", "find_unused_parameters") == {0: mean, 1: mean}
 
 
 @needs_fork
@@ -94,8 +111,55 @@ def test_a_layer_checkpointed_twice_is_marked_ready_twice_with_find_unused_param
         fgl.train_two_steps, (2, free_port(), "checkpointed twice", "find_unused_parameters", 20)
     )
     assert matches(printed, entry_for("Expected to mark a variable ready only once").message), printed
-    for option in (None, "static_graph"):  # torch 2.15.0: both train
-        assert _raised(fgl.train_two_steps, (2, free_port(), "checkpointed twice", option, 20)) == "no error"
+
+
+@needs_fork
+def test_a_layer_checkpointed_twice_runs_by_default_with_wrong_per_rank_gradients(ddp_imported):
+    mean = fgl.mean_gradient("checkpointed twice", 2)
+    wrong = _first_step_gradients("checkpointed twice", None)  # no error at all (torch 2.15.0)
+    assert wrong[0] != wrong[1] and mean not in wrong.values(), (wrong, mean)
+    assert _raised(fgl.train_two_steps, (2, free_port(), "checkpointed twice", None, 20)) == "no error"
+    for case, option in (
+        ("checkpointed twice", "static_graph"),
+        ("checkpointed twice, use_reentrant=False", None),
+    ):
+        assert _first_step_gradients(case, option) == {0: mean, 1: mean}, (case, option)
+
+
+def _model_with_a_branch_used_at_step_0():
+    import torch
+
+    class Branch(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.first, self.branch = torch.nn.Linear(4, 1), torch.nn.Linear(4, 1)
+
+        def forward(self, x, step):
+            return self.first(x) + (self.branch(x) if step == 0 else 0)
+
+    return Branch()
+
+
+def _branch_used_once(rank: int, world_size: int, port: int, option: str, timeout: float) -> None:
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    url = f"tcp://127.0.0.1:{port}"
+    dist.init_process_group("gloo", init_method=url, rank=rank, world_size=world_size)
+    try:
+        model = DDP(_model_with_a_branch_used_at_step_0(), **{option: True})
+        for step in range(3):
+            model(fgl.rank_input(rank), step).sum().backward()
+    finally:
+        dist.destroy_process_group()
+
+
+@needs_fork
+def test_a_graph_that_changes_under_static_graph_has_its_own_row(ddp_imported):
+    printed = _raised(_branch_used_once, (2, free_port(), "static_graph", 20))
+    entry = entry_for("your training graph has changed")
+    assert matches(printed, entry.message) and "static_graph" in entry.meaning, printed
+    assert _raised(_branch_used_once, (2, free_port(), "find_unused_parameters", 20)) == "no error"
 
 
 def test_signal_handlers_only_on_the_main_thread():
@@ -169,18 +233,25 @@ def test_a_fork_context_lock_refused_by_a_spawn_child():
 
 
 @needs_posix
-@pytest.mark.parametrize("handle_hangup", [False, True])
-def test_sighup_orphans_the_worker_unless_the_launcher_handles_it(handle_hangup):
+@pytest.mark.parametrize(
+    ("handle_hangup", "nohup", "expected"),
+    [
+        (False, False, (-signal.SIGHUP, True)),  # the default action: the launcher dies, the worker runs on
+        (True, False, (128 + signal.SIGHUP, False)),  # SystemExit, finally: the worker stopped
+        (True, True, (0, False)),  # nohup's SIG_IGN kept: both survive the hang-up, finish their work
+    ],
+)
+def test_sighup_orphans_the_worker_unless_the_launcher_handles_it(handle_hangup, nohup, expected):
     with tempfile.TemporaryDirectory() as folder:
-        code = f"from helpers.field_guide_launches import launcher; launcher({folder!r}, {handle_hangup})"
-        ignore_hangups = lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN)  # noqa: E731 (as nohup starts it)
-        job = subprocess.Popen(
-            [sys.executable, "-c", code], start_new_session=True, preexec_fn=ignore_hangups
+        code = (
+            "from helpers.field_guide_launches import launcher; "
+            f"launcher({folder!r}, {handle_hangup}, nohup={nohup}, seconds={5 if nohup else 60})"
         )
+        job = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
         try:
             launcher_pid, worker_pid = fgl.pids_written(folder)
             os.kill(launcher_pid, signal.SIGHUP)
-            job.wait(timeout=30)
+            job.wait(timeout=90)
             orphan = fgl.still_running(worker_pid)
         finally:
             if job.poll() is None:
@@ -188,6 +259,24 @@ def test_sighup_orphans_the_worker_unless_the_launcher_handles_it(handle_hangup)
                 job.wait(timeout=10)
             if "worker_pid" in locals() and fgl.still_running(worker_pid):
                 os.kill(worker_pid, signal.SIGKILL)
-    assert (job.returncode, orphan) == (
-        (128 + signal.SIGHUP, False) if handle_hangup else (-signal.SIGHUP, True)
-    )
+    assert (job.returncode, orphan) == expected
+
+
+@needs_posix
+def test_the_pattern_keeps_the_sigign_nohup_started_it_with(tmp_path):
+    from helpers.resources import pattern_path
+
+    ignore_hangups = lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN)  # noqa: E731 (as nohup starts it)
+    runs = {
+        nohup: subprocess.run(
+            [sys.executable, str(pattern_path("14_hangup_safe_launcher.py")), "fork", "2", "hangup"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=tmp_path,
+            preexec_fn=ignore_hangups if nohup else None,
+        )
+        for nohup in (False, True)
+    }
+    assert runs[False].returncode == 128 + signal.SIGHUP and "[-15, -15]" in runs[False].stdout
+    assert runs[True].returncode == 0 and "[0, 0]" in runs[True].stdout, runs[True]

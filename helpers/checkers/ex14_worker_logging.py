@@ -68,6 +68,13 @@ def _judge(method: str, messages: list[str], written: str) -> None:
     if raised:
         raise_if_stub_error(raised[0])
         raise Incorrect(f"in a {method} worker, {raised[0]}")
+    if written.strip() and not messages:
+        raise Incorrect(
+            f"nothing from a {method} worker reached the queue, and the parent's file handler wrote its records "
+            f"({written.strip().splitlines()[0]!r}): logging.basicConfig does nothing when the root logger "
+            "already has handlers, as a fork worker's has (inherited), unless it is given force=True. "
+            "Or replace them yourself: root.handlers = [QueueHandler(queue)]"
+        )
     if written.strip():
         raise Incorrect(
             f"a {method} worker inherits the parent's handlers: its records were also written by the parent's "
@@ -78,9 +85,18 @@ def _judge(method: str, messages: list[str], written: str) -> None:
         raise Incorrect(
             f"nothing from a {method} worker reached the queue: give the root logger a QueueHandler(queue)"
         )
-    if INFO not in messages:
+    formatted = [m for m in messages if m not in (INFO, WARNING, DEBUG) and (INFO in m or WARNING in m)]
+    if formatted:
         raise Incorrect(
-            f"a {method} worker dropped its INFO record: the root logger's level is WARNING in a spawn child; "
+            f"a {method} worker's records reached the queue already formatted ({formatted[0]!r}, not "
+            f"{INFO!r}): its QueueHandler has a formatter (logging.basicConfig gives one to the handlers "
+            "it installs), and the parent's listener formats each record again. Give the root logger a "
+            "QueueHandler without a formatter: root.handlers = [QueueHandler(queue)]"
+        )
+    if INFO not in messages:
+        start = "a spawn child starts at WARNING" if method != "fork" else "it stayed above INFO"
+        raise Incorrect(
+            f"a {method} worker dropped its INFO record: the root logger's level is not INFO ({start}); "
             "set it to INFO (root.setLevel(logging.INFO))"
         )
     if messages.count(INFO) > 1:
