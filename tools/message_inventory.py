@@ -166,10 +166,30 @@ def source_files(site_packages: Path) -> list[tuple[str, str, Path, Path]]:
 # ---------------------------------------------------------------- messages from the syntax tree
 
 
-def render(node: ast.AST | None) -> str:
-    """A message expression as a template: literals as written, ``{expr}`` for what is computed."""
+def _assignments(function: ast.AST) -> dict[str, list[tuple[int, ast.AST, bool]]]:
+    """``{name: [(line, value, augmented)]}`` of the simple assignments in a function, in source order."""
+    found: dict[str, list[tuple[int, ast.AST, bool]]] = {}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            found.setdefault(node.targets[0].id, []).append((node.lineno, node.value, False))
+        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and isinstance(node.op, ast.Add):
+            found.setdefault(node.target.id, []).append((node.lineno, node.value, True))
+    return {name: sorted(values, key=lambda v: v[0]) for name, values in found.items()}
+
+
+def render(node: ast.AST | None, assigns: dict | None = None, line: int = 0) -> str:
+    """A message expression as a template: literals as written, ``{expr}`` for what is computed.
+
+    A name assigned in the same function before ``line`` (``msg = "..."``, then ``msg += "..."``) is
+    resolved to what was assigned last (and added to it since).
+    """
     if node is None:
         return ""
+    if isinstance(node, ast.Name) and assigns and node.id in assigns:
+        before = [(ln, value, aug) for ln, value, aug in assigns[node.id] if ln < line]
+        start = max((i for i, (_, _, aug) in enumerate(before) if not aug), default=None)
+        if start is not None:
+            return "".join(render(value) for _, value, _ in before[start:])
     if isinstance(node, ast.Constant):
         return str(node.value)
     if isinstance(node, ast.JoinedStr):
@@ -223,11 +243,14 @@ def scan_tree(tree: ast.Module) -> tuple[list[tuple[str, str, str, int, str]], i
     sites: list[tuple[str, str, str, int, str]] = []
     skipped = 0
 
-    def visit(node: ast.AST, stack: list[str]) -> None:
+    def visit(node: ast.AST, stack: list[str], assigns: dict) -> None:
         nonlocal skipped
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                visit(child, [*stack, child.name])
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                visit(child, [*stack, child.name], _assignments(child))
+                continue
+            if isinstance(child, ast.ClassDef):
+                visit(child, [*stack, child.name], {})
                 continue
             qual = ".".join(stack) or "<module>"
             if isinstance(child, ast.Raise):
@@ -237,7 +260,8 @@ def scan_tree(tree: ast.Module) -> tuple[list[tuple[str, str, str, int, str]], i
                 elif isinstance(exc, ast.Call):
                     type_ = _dotted(exc.func)
                     args = exc.args or [kw.value for kw in exc.keywords if kw.arg in ("msg", "message")]
-                    sites.append(("raise", qual, type_, child.lineno, render(args[0]) if args else ""))
+                    msg = render(args[0], assigns, child.lineno) if args else ""
+                    sites.append(("raise", qual, type_, child.lineno, msg))
                 elif isinstance(exc, ast.Name | ast.Attribute) and _class_like(_dotted(exc)):
                     sites.append(("raise", qual, _dotted(exc), child.lineno, ""))
                 else:
@@ -251,7 +275,7 @@ def scan_tree(tree: ast.Module) -> tuple[list[tuple[str, str, str, int, str]], i
                         if kw.arg == "category":
                             category = kw.value
                     type_ = _dotted(category) if category is not None else "UserWarning"
-                    msg = render(child.args[0]) if child.args else ""
+                    msg = render(child.args[0], assigns, child.lineno) if child.args else ""
                     sites.append(("warn", qual, type_, child.lineno, msg))
                 elif (
                     isinstance(func, ast.Attribute)
@@ -259,11 +283,11 @@ def scan_tree(tree: ast.Module) -> tuple[list[tuple[str, str, str, int, str]], i
                     and isinstance(func.value, ast.Name)
                     and func.value.id in LOG_RECEIVERS
                 ):
-                    msg = render(child.args[0]) if child.args else ""
+                    msg = render(child.args[0], assigns, child.lineno) if child.args else ""
                     sites.append(("log", qual, f"log.{func.attr}", child.lineno, msg))
-            visit(child, stack)
+            visit(child, stack, assigns)
 
-    visit(tree, [])
+    visit(tree, [], {})
     return sites, skipped
 
 
@@ -382,7 +406,19 @@ FIX_WORDS = re.compile(
     r"|use (?:the|a|an|`|')|set (?:the|`|')|pass (?:the|a|`|')|call (?:the|`|')|to (?:enable|disable|fix|avoid)"
     r"|must (?:be|have|not|call|pass|specify)|should (?:be|have|not)|expected .{0,40}\b(?:got|but)|is not supported"
     r"|are not supported|not supported|only supports?|requires?|is required|cannot be|can only|needs? to be"
-    r"|deprecated|will be removed|is ignored|ignoring|has been renamed|if you)\b",
+    r"|deprecated|will be removed|is ignored|ignoring|has been renamed|is renamed|if you|mutually exclusive|no need"
+    r"|needs? (?:num|a|an|the|to)|got an empty)\b",
+    re.I,
+)
+
+
+# Names the violated constraint precisely enough that the fix is its negation ("cannot X without Y",
+# "rank parameter missing", "rank 5 is out of range 0..3", "already registered"): judged self-explanatory.
+STATES_CONSTRAINT = re.compile(
+    r"\b(cannot|can't|can not|not allowed|does not support|doesn't support|do not support|missing|out of range"
+    r"|out of bounds|is not part of|already (?:registered|exists|initialized|been)|duplicate|twice|at least|at most"
+    r"|mutually|only (?:one|supported|works|available)|not (?:a valid|valid|one of)|valid (?:values|options|\w+ are)"
+    r"|unknown \w+ '|unsupported)\b",
     re.I,
 )
 
@@ -392,6 +428,8 @@ def classify(site: Site, rows: list[tuple[str, str]]) -> tuple[str, str]:
     case = match_index(site.message, rows)
     if case:
         return f"explained:{case}", "rule:error-index-match"
+    if site.type.split(".")[-1] in ("StopIteration", "StopAsyncIteration", "KeyboardInterrupt", "GeneratorExit"):
+        return "internal", "rule:control-flow"
     if site.type.endswith("AssertionError") and site.source != "cpython":
         return "internal", "rule:assertion"
     if INTERNAL_WORDS.search(site.message):
@@ -404,6 +442,8 @@ def classify(site: Site, rows: list[tuple[str, str]]) -> tuple[str, str]:
         return "needs-entry", "rule:log-of-caught-error"
     if FIX_WORDS.search(site.message):
         return "self-explanatory", "rule:names-fix-or-requirement"
+    if STATES_CONSTRAINT.search(site.message) and site.source != "library":
+        return "self-explanatory", "rule:states-the-violated-constraint"
     if site.source == "library":
         if not ERROR_WORDS.search(site.message):
             return "internal", "rule:library-not-an-error"
@@ -463,7 +503,7 @@ def summary(rows: list[dict[str, str]]) -> str:
     return "\n".join(out)
 
 
-def update(fallback: bool) -> None:
+def update(fallback: bool, reclassify: bool = False) -> None:
     site_packages = torch_site_packages()
     started = time.perf_counter()
     sites, skipped = current_sites(site_packages)
@@ -472,7 +512,8 @@ def update(fallback: bool) -> None:
     rows = _index_rows()
     new = []
     for site in sites:
-        if site.key in old and old[site.key]["class"]:
+        kept = site.key in old and old[site.key]["class"]
+        if kept and (not reclassify or old[site.key]["decided_by"].startswith("review:")):
             site.klass, site.decided_by = old[site.key]["class"], old[site.key]["decided_by"]
         else:
             site.klass, site.decided_by = classify(site, rows)
@@ -514,12 +555,13 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--update", action="store_true", help="regenerate the file, keeping existing classes")
     parser.add_argument("--fallback", action="store_true", help="with --update: undecided sites become needs-entry")
+    parser.add_argument("--reclassify", action="store_true", help="with --update: rows decided by a rule again")
     parser.add_argument("--diff", type=Path, metavar="SITE_PACKAGES", help="compare with another torch's source")
     args = parser.parse_args(argv)
     if args.diff:
         diff(args.diff)
     elif args.update:
-        update(args.fallback)
+        update(args.fallback, args.reclassify)
     else:
         _, rows = read_inventory()
         print(summary(list(rows.values())))
