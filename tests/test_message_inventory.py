@@ -34,7 +34,11 @@ def current_keys() -> set[str]:
     if inv.library_fingerprint(SITE_PACKAGES) != HEADER["libraries"]:
         sites += inv.library_sites(SITE_PACKAGES)
     else:  # the same libraries: their rows stand
-        sites += [inv.Site(k, "library", "", "", "", "", "", "", "") for k, r in ROWS.items() if r["source"] == "library"]
+        sites += [
+            inv.Site(k, "library", "", "", "", "", "", "", "")
+            for k, r in ROWS.items()
+            if r["source"] == "library"
+        ]
     return {s.key for s in sites if _checked(s.source)}
 
 

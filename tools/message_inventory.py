@@ -38,7 +38,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -96,7 +96,9 @@ LIBRARY_KEYWORDS = re.compile(
     r"|[Cc]onnection (?:closed|reset|refused)|by peer|[Ss]ocket"
 )
 MESSAGE_LIKE = re.compile(r"^[A-Za-z\[(%{'\"`<-][^\x00-\x08\x0e-\x1f]{18,}$")
-SOURCE_LINE = re.compile(r"\.(cpp|h|hpp|cu|cc|py)\b|^/|::\w+\(|\bvoid\b|\bconst\b.*&|std::|at::|c10::|__|->|Tensor\(")
+SOURCE_LINE = re.compile(
+    r"\.(cpp|h|hpp|cu|cc|py)\b|^/|::\w+\(|\bvoid\b|\bconst\b.*&|std::|at::|c10::|__|->|Tensor\("
+)
 # ... but not a tensor's rank (shape checks of operators and ONNX docs share the word)
 TENSOR_RANK = re.compile(
     r"\b(?:have|has|of|same|input|tensor|must be|with|the) rank\b|\branks? \d+ (?:tensor|or)|\brank\(|rank >="
@@ -111,7 +113,19 @@ ERROR_WORDS = re.compile(
 )
 
 CLASSES = ("self-explanatory", "internal", "needs-entry")
-FIELDS = ("key", "source", "area", "kind", "type", "module", "function", "line", "class", "decided_by", "message")
+FIELDS = (
+    "key",
+    "source",
+    "area",
+    "kind",
+    "type",
+    "module",
+    "function",
+    "line",
+    "class",
+    "decided_by",
+    "message",
+)
 
 
 @dataclass
@@ -127,7 +141,6 @@ class Site:
     message: str
     klass: str = ""
     decided_by: str = ""
-    extra: dict = field(default_factory=dict)
 
 
 # ---------------------------------------------------------------- locating the sources
@@ -174,7 +187,11 @@ def _assignments(function: ast.AST) -> dict[str, list[tuple[int, ast.AST, bool]]
     for node in ast.walk(function):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             found.setdefault(node.targets[0].id, []).append((node.lineno, node.value, False))
-        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and isinstance(node.op, ast.Add):
+        elif (
+            isinstance(node, ast.AugAssign)
+            and isinstance(node.target, ast.Name)
+            and isinstance(node.op, ast.Add)
+        ):
             found.setdefault(node.target.id, []).append((node.lineno, node.value, True))
     return {name: sorted(values, key=lambda v: v[0]) for name, values in found.items()}
 
@@ -368,7 +385,11 @@ def library_fingerprint(site_packages: Path) -> str:
 
 
 def _literal(message: str) -> str:
-    text = re.sub(r"<built elsewhere: [^>]*>|\{[^{}]*\}|%[-#0 +]*\d*(?:\.\d+)?[sdrifxXegc]|%\([^)]*\)[sdrif]", "\x00", message)
+    text = re.sub(
+        r"<built elsewhere: [^>]*>|\{[^{}]*\}|%[-#0 +]*\d*(?:\.\d+)?[sdrifxXegc]|%\([^)]*\)[sdrif]",
+        "\x00",
+        message,
+    )
     return re.sub(r"\s+", " ", text).lower()
 
 
@@ -430,7 +451,10 @@ STATES_CONSTRAINT = re.compile(
 
 # A docstring of a bound C++ function is not a message; nor do users reach the experimental APIs
 # (reconfigure/shrink/revoke, symmetric memory windows, fake and lazy process groups, flight recorder).
-LIBRARY_DOCSTRING = re.compile(r"``|:class:|:func:|:meth:|\((?:bool|int|str|float|timedelta|list)[^)]*optional\)|Default(?:s)? (?:is|to)\b")
+LIBRARY_DOCSTRING = re.compile(
+    r"``|:class:|:func:|:meth:|^\w+ \((?:int|str|bool|float|timedelta|list)[^)]*\):"
+    r"|\((?:bool|int|str|float|timedelta|list)[^)]*optional\)|Default(?:s)? (?:is|to)\b"
+)
 LIBRARY_PLUMBING = re.compile(
     r"reconfigure|[Ss]hrink|commAbort|commRevoke|[Ss]ymmetric|\bsymm\b|Window|FakeProcessGroup|LazyBackend"
     r"|FlightRecorder|Flight Recorder|dyno|\bCFT\b|MALFORMED|Float4|NVSHMEM|TorchComms|torchcomms"
@@ -442,7 +466,12 @@ def classify(site: Site, rows: list[tuple[str, str]]) -> tuple[str, str]:
     case = match_index(site.message, rows)
     if case:
         return f"explained:{case}", "rule:error-index-match"
-    if site.type.split(".")[-1] in ("StopIteration", "StopAsyncIteration", "KeyboardInterrupt", "GeneratorExit"):
+    if site.type.split(".")[-1] in (
+        "StopIteration",
+        "StopAsyncIteration",
+        "KeyboardInterrupt",
+        "GeneratorExit",
+    ):
         return "internal", "rule:control-flow"
     if site.type.endswith("AssertionError") and site.source != "cpython":
         return "internal", "rule:assertion"
@@ -452,15 +481,19 @@ def classify(site: Site, rows: list[tuple[str, str]]) -> tuple[str, str]:
         not site.message or re.search(r"subclass|abstract|override|implement", site.message, re.I)
     ):
         return "internal", "rule:abstract-method"
-    if site.kind == "log" and site.type in ("log.exception", "log.error") and site.message.startswith("<built"):
+    if (
+        site.kind == "log"
+        and site.type in ("log.exception", "log.error")
+        and site.message.startswith("<built")
+    ):
         return "needs-entry", "rule:log-of-caught-error"
+    if site.source == "library" and LIBRARY_DOCSTRING.search(site.message):
+        return "internal", "rule:library-docstring"
     if FIX_WORDS.search(site.message):
         return "self-explanatory", "rule:names-fix-or-requirement"
     if STATES_CONSTRAINT.search(site.message) and site.source != "library":
         return "self-explanatory", "rule:states-the-violated-constraint"
     if site.source == "library":
-        if LIBRARY_DOCSTRING.search(site.message):
-            return "internal", "rule:library-docstring"
         if LIBRARY_PLUMBING.search(site.message):
             return "internal", "rule:library-experimental-api"
         if not ERROR_WORDS.search(site.message):
@@ -494,7 +527,19 @@ def write_inventory(header: dict[str, str], sites: list[Site], path: Path = INVE
     lines.append("\t".join(FIELDS))
     order = {"torch": 0, "cpython": 1, "library": 2}
     for s in sorted(sites, key=lambda s: (order[s.source], s.key)):
-        values = (s.key, s.source, s.area, s.kind, s.type, s.module, s.function, s.line, s.klass, s.decided_by, s.message)
+        values = (
+            s.key,
+            s.source,
+            s.area,
+            s.kind,
+            s.type,
+            s.module,
+            s.function,
+            s.line,
+            s.klass,
+            s.decided_by,
+            s.message,
+        )
         lines.append("\t".join(_cell(v) for v in values))
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
@@ -512,15 +557,26 @@ def summary(rows: list[dict[str, str]]) -> str:
     by_kind = Counter(r["kind"] for r in rows)
     by_class = Counter(r["class"].split(":")[0] or "?" for r in rows)
     by_rule = Counter(
-        r["decided_by"] if r["decided_by"].startswith("rule:") else "review (by hand)" if r["decided_by"] else "undecided"
+        r["decided_by"]
+        if r["decided_by"].startswith("rule:")
+        else "review (by hand)"
+        if r["decided_by"]
+        else "undecided"
         for r in rows
     )
     out.append(f"{len(rows)} sites")
-    for title, counter in (("area", by_area), ("kind", by_kind), ("class", by_class), ("decided by", by_rule)):
+    for title, counter in (
+        ("area", by_area),
+        ("kind", by_kind),
+        ("class", by_class),
+        ("decided by", by_rule),
+    ):
         out.append(f"  by {title}: " + ", ".join(f"{k} {v}" for k, v in counter.most_common()))
     cross = Counter((r["area"], r["class"].split(":")[0] or "?") for r in rows)
     for area in by_area:
-        out.append(f"    {area}: " + ", ".join(f"{c} {n}" for (a, c), n in sorted(cross.items()) if a == area))
+        out.append(
+            f"    {area}: " + ", ".join(f"{c} {n}" for (a, c), n in sorted(cross.items()) if a == area)
+        )
     return "\n".join(out)
 
 
@@ -540,7 +596,8 @@ def update(fallback: bool, reclassify: bool = False) -> None:
             site.klass, site.decided_by = classify(site, rows)
             if not site.klass and fallback:
                 site.klass, site.decided_by = "needs-entry", "rule:fallback-unreviewed"
-            new.append(site)
+            if site.key not in old:
+                new.append(site)
     if not same_python:  # keep the other Python's CPython rows out: the file holds one Python's
         print(f"note: the file was made with Python {old_header['python']}; its CPython rows are replaced")
     header = {
@@ -554,10 +611,14 @@ def update(fallback: bool, reclassify: bool = False) -> None:
     gone = set(old) - {s.key for s in sites}
     print(f"{len(sites)} sites, {len(new)} new, {len(gone)} gone, in {time.perf_counter() - started:.1f} s")
     for site in new:
-        print(f"  new {site.klass or '?':20} {site.key}")
+        print(f"  new  {site.klass or '?':20} {site.key}")
+    for key in sorted(gone):
+        print(f"  gone {old[key]['class']:20} {key}")
     undecided = [s for s in sites if not s.klass]
     if undecided:
-        print(f"{len(undecided)} sites unclassified ('?'): review them in the source and set class and decided_by")
+        print(
+            f"{len(undecided)} sites unclassified ('?'): review them in the source and set class and decided_by"
+        )
 
 
 def diff(other: Path) -> None:
@@ -575,9 +636,15 @@ def diff(other: Path) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--update", action="store_true", help="regenerate the file, keeping existing classes")
-    parser.add_argument("--fallback", action="store_true", help="with --update: undecided sites become needs-entry")
-    parser.add_argument("--reclassify", action="store_true", help="with --update: rows decided by a rule again")
-    parser.add_argument("--diff", type=Path, metavar="SITE_PACKAGES", help="compare with another torch's source")
+    parser.add_argument(
+        "--fallback", action="store_true", help="with --update: undecided sites become needs-entry"
+    )
+    parser.add_argument(
+        "--reclassify", action="store_true", help="with --update: rows decided by a rule again"
+    )
+    parser.add_argument(
+        "--diff", type=Path, metavar="SITE_PACKAGES", help="compare with another torch's source"
+    )
     args = parser.parse_args(argv)
     if args.diff:
         diff(args.diff)
