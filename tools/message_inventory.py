@@ -372,6 +372,18 @@ def library_sites(site_packages: Path) -> list[Site]:
     return _unique(sites)
 
 
+def _public(version: str) -> str:
+    """``2.15.0+cu132`` -> ``2.15.0``: the release, whatever the build."""
+    return version.split("+")[0]
+
+
+def _site_from_row(row: dict[str, str]) -> Site:
+    names = ("key", "source", "area", "kind", "type", "module", "function", "line", "message")
+    site = Site(*(row[n] for n in names))
+    site.klass, site.decided_by = row["class"], row["decided_by"]
+    return site
+
+
 def library_fingerprint(site_packages: Path) -> str:
     sizes = []
     for lib in LIBRARIES:
@@ -514,8 +526,17 @@ def read_inventory(path: Path = INVENTORY) -> tuple[dict[str, str], dict[str, di
             header[name] = value
         else:
             body.append(line)
-    rows = {row["key"]: row for row in csv.DictReader(body, delimiter="\t", quoting=csv.QUOTE_NONE)}
+    reader = csv.DictReader(body, delimiter="\t", quoting=csv.QUOTE_NONE)
+    rows = {}
+    for row in reader:
+        row = {name: _uncell(value) for name, value in row.items()}
+        rows[row["key"]] = row
     return header, rows
+
+
+def _uncell(text: str) -> str:
+    escapes = {"\\\\": "\\", "\\t": "\t", "\\n": "\n", "\\r": "\r"}
+    return re.sub(r"\\[\\tnr]", lambda m: escapes[m.group(0)], text)
 
 
 def _cell(text: str) -> str:
@@ -583,8 +604,21 @@ def summary(rows: list[dict[str, str]]) -> str:
 def update(fallback: bool, reclassify: bool = False) -> None:
     site_packages = torch_site_packages()
     started = time.perf_counter()
-    sites, skipped = current_sites(site_packages)
     old_header, old = read_inventory() if INVENTORY.exists() else ({}, {})
+    version = torch_version(site_packages)
+    other_build = old_header.get("torch", version) != version and _public(old_header["torch"]) == _public(
+        version
+    )
+    sites, skipped = current_sites(site_packages, with_libraries=not other_build)
+    fingerprint = library_fingerprint(site_packages)
+    if (
+        other_build
+    ):  # e.g. +cpu against +cu132: same Python source; keep the libraries' rows of the recorded build
+        print(
+            f"note: torch {version} is another build of {old_header['torch']}: library rows kept as recorded"
+        )
+        sites += [_site_from_row(row) for row in old.values() if row["source"] == "library"]
+        version, fingerprint = old_header["torch"], old_header["libraries"]
     same_python = old_header.get("python", python_version()) == python_version()
     rows = _index_rows()
     new = []
@@ -601,9 +635,9 @@ def update(fallback: bool, reclassify: bool = False) -> None:
     if not same_python:  # keep the other Python's CPython rows out: the file holds one Python's
         print(f"note: the file was made with Python {old_header['python']}; its CPython rows are replaced")
     header = {
-        "torch": torch_version(site_packages),
+        "torch": version,
         "python": python_version(),
-        "libraries": library_fingerprint(site_packages),
+        "libraries": fingerprint,
         "skipped re-raises": " ".join(f"{a}={n}" for a, n in sorted(skipped.items())),
         "made by": "python -m tools.message_inventory --update (classes kept by key; see the tool's docstring)",
     }
