@@ -177,7 +177,9 @@ def errors_page() -> str:
         [
             "# Error messages",
             "",
-            "Search this page for the message you got. Each row is the message as torch "
+            "Search this page for a short, distinctive phrase of the message you got, not the whole "
+            "line: names, ports, pids and ranks vary, and a long paste rarely matches. Each row is the "
+            "message as torch "
             f"{TESTED_TORCH} prints it (ports, pids, ranks and timeouts vary; where the Python version "
             "changes the words, the row says so), what it means, and the section that explains it. "
             "`tests/test_error_index.py` checks that each section exists and produces each message that "
