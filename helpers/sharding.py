@@ -158,9 +158,7 @@ def reachable_bytes(before: dict[int, int]) -> int:
     return sum(size for address, size in _tensors_in_process().items() if address not in before)
 
 
-def flat_shard(
-    model: nn.Module, rank: int, world_size: int
-) -> tuple[torch.Tensor, torch.Tensor, nn.Parameter]:
+def flat_shard(model: nn.Module, rank: int, world_size: int) -> tuple:
     """ZeRO-1's buffers: ``(flat, flat_grad, shard)``. ``flat`` holds all of ``model``'s parameters in
     one vector, padded with zeros to a multiple of ``world_size``, and the parameters become views of
     it; ``flat_grad`` does the same for their gradients. ``shard``, the parameter ZeRO-1's optimizer
@@ -201,9 +199,8 @@ def zero1_step(flat: torch.Tensor, flat_grad: torch.Tensor, shard: nn.Parameter,
     >>> (before - flat).tolist(), model.bias.data_ptr() == flat[2:].data_ptr(); dist.destroy_process_group()
     ([1.0, 1.0, 1.0], True)
     """
-    world_size = dist.get_world_size()
     dist.reduce_scatter_tensor(shard.grad, flat_grad)  # my slice of the gradients, summed over the ranks
-    shard.grad /= world_size  # the average gradient, as DDP's
+    shard.grad /= dist.get_world_size()  # the average gradient, as DDP's
     optimizer.step()  # Adam on my slice only, in place: it writes into flat, the model's memory
     dist.all_gather_into_tensor(flat, shard.detach())  # every rank's stepped slice, in rank order
 

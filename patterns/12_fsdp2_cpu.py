@@ -5,7 +5,7 @@ from datetime import timedelta
 
 import torch
 from torch.distributed.device_mesh import init_device_mesh
-from torch.distributed.fsdp import fully_shard  # imports torch.distributed.nn, before any group: enough
+from torch.distributed.fsdp import fully_shard  # torch 2.6+; imports torch.distributed.nn, before any group
 
 
 def train(rank, world_size, port, timeout=timedelta(seconds=60)):  # a demo: seconds; a real job: minutes
