@@ -40,8 +40,9 @@ import torch.distributed as dist
 # Before any process group exists (notebook 06, "a rank that aborts at exit").
 import torch.distributed.nn  # noqa: F401
 import torch.nn.functional as F
-from torch import nn
+from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.optim import Optimizer
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from helpers.ddp import TIMEOUT
@@ -184,7 +185,7 @@ def flat_shard(model: nn.Module, rank: int, world_size: int) -> tuple:
     return flat, flat_grad, shard
 
 
-def zero1_step(flat: torch.Tensor, flat_grad: torch.Tensor, shard: nn.Parameter, optimizer) -> None:
+def zero1_step(flat: Tensor, flat_grad: Tensor, shard: nn.Parameter, optimizer: Optimizer) -> None:
     """One ZeRO-1 step after ``backward()`` (the gradients were zeroed in place:
     ``zero_grad(set_to_none=False)``): reduce-scatter the gradients into this rank's slice, step it
     in place, all-gather every rank's slice into ``flat`` (the model). Every buffer is one of
