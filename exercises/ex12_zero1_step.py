@@ -4,25 +4,30 @@ The task: write the two functions that turn data-parallel training with Adam int
 each rank's optimizer holds the state of ``1/world_size`` of the parameters and the model still
 ends with exactly the weights DDP with Adam would give it.
 
-1. ``shard_of(model, rank, world_size)`` returns this rank's slice of all of ``model``'s
-   parameters: flattened in ``model.parameters()`` order into one vector, padded with zeros at the
-   end to a multiple of ``world_size``, cut into ``world_size`` equal slices; slice ``rank``, as a
-   new ``torch.nn.Parameter`` (a copy, not a view of the model's weights).
-2. ``zero1_step(model, shard, optimizer)`` runs after ``backward()`` on every rank: it gives
-   ``shard`` the average over the ranks of its slice of the gradients (``reduce_scatter_tensor``
-   of the flattened, padded gradients, then divide by the world size), calls
-   ``optimizer.step()`` (the optimizer steps ``shard`` only), then collects every rank's stepped
-   slice (``all_gather_into_tensor``) and copies the values into the model's parameters.
+1. ``shard_of(model, rank, world_size)`` returns ``(flat, flat_grad, shard)``. ``flat`` holds all
+   of ``model``'s parameters, flattened in ``model.parameters()`` order and padded with zeros at the
+   end to a multiple of ``world_size``; afterwards every parameter is a view of it (its ``.data``),
+   and every parameter's ``.grad`` a view of ``flat_grad``, a zero buffer of the same size.
+   ``shard`` is slice ``rank`` of the ``world_size`` equal slices of ``flat``, as a
+   ``torch.nn.Parameter`` that shares ``flat``'s memory (no copy), with the same slice of
+   ``flat_grad`` as its ``.grad``.
+2. ``zero1_step(flat, flat_grad, shard, optimizer)`` runs after ``backward()`` on every rank: it
+   gives ``shard.grad`` the average over the ranks of its slice of the gradients
+   (``reduce_scatter_tensor`` from ``flat_grad``, then divide by the world size), calls
+   ``optimizer.step()`` (which steps ``shard``, so writes into ``flat``), then collects every
+   rank's stepped slice into ``flat`` (``all_gather_into_tensor``): the model is up to date.
 
-``train`` and ``launch`` are given: each rank builds ``Adam([shard_of(...)])`` and calls your
-``zero1_step`` after every ``backward()``; rank 0 saves the weights and how many values Adam's
-state holds.
+``train`` and ``launch`` are given: each rank builds ``Adam([shard])``, zeroes the gradients in
+place (``zero_grad(set_to_none=False)`` keeps the views) and calls your ``zero1_step`` after every
+``backward()``; rank 0 saves the weights, Adam's state and the bytes the rank holds.
 
 What the checker compares: ``shard_of(make_model(), 2, 3)`` (in a child process); then it calls
-``launch(2, path)`` in a child process (with a deadline) and compares rank 0's weights with one
-process that trains ``make_model()`` with Adam (``lr=LR``) on batches of ``2 * BATCH_SIZE`` in
-order, which is what DDP with Adam computes (notebook 12, "ZeRO-1 by hand"). They must agree to
-1e-5, and Adam's state on rank 0 must hold two values per value of its slice. Check with::
+``launch(2, path)`` in a child process (with a deadline) and compares rank 0 with one process that
+trains ``make_model()`` with Adam (``lr=LR``) on batches of ``2 * BATCH_SIZE`` in order, which is
+what DDP with Adam computes (notebook 12, "ZeRO-1 by hand"): the weights and Adam's first moment
+for rank 0's slice must agree to 1e-5; Adam's state must hold two values per value of the slice;
+and the rank must hold no copy: ``flat``, ``flat_grad`` and Adam's state, 4 + 4 + 8/W bytes per
+parameter. Check with::
 
     from helpers.checkers import check_ex12; check_ex12()
 """
@@ -54,19 +59,21 @@ def make_model() -> torch.nn.Module:
     return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1))
 
 
-def shard_of(model: torch.nn.Module, rank: int, world_size: int) -> torch.nn.Parameter:
-    """This rank's slice of all of ``model``'s parameters, flattened and padded (a copy)."""
+def shard_of(model: torch.nn.Module, rank: int, world_size: int) -> tuple:
+    """``(flat, flat_grad, shard)``: the model's parameters and gradients as views of two flat, padded
+    buffers, and this rank's slice of ``flat`` as a parameter (a view: no copy)."""
     raise NotImplementedError("exercise 12: write shard_of")
 
 
-def zero1_step(model: torch.nn.Module, shard: torch.nn.Parameter, optimizer: torch.optim.Optimizer) -> None:
-    """After ``backward()``: reduce-scatter the gradients, step ``shard``, all-gather into ``model``."""
+def zero1_step(flat: torch.Tensor, flat_grad: torch.Tensor, shard: torch.nn.Parameter, optimizer) -> None:
+    """After ``backward()``: reduce-scatter into ``shard.grad``, step ``shard``, all-gather into ``flat``."""
     raise NotImplementedError("exercise 12: write zero1_step")
 
 
 # Given from here on.
 def train(rank: int, world_size: int, port: int, path: str) -> None:
-    """One rank: ZeRO-1 with Adam for ``STEPS`` steps; rank 0 saves the weights and Adam's size."""
+    """One rank: ZeRO-1 with Adam for ``STEPS`` steps; rank 0 saves the weights, Adam's size and first
+    moment, and the bytes the rank holds."""
     torch.set_num_threads(1)  # the ranks share the cores
     dist.init_process_group(
         "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size,
@@ -74,20 +81,29 @@ def train(rank: int, world_size: int, port: int, path: str) -> None:
     )  # fmt: skip
     try:
         (x, y), model = make_data().tensors, make_model()
-        shard = shard_of(model, rank, world_size)
+        flat, flat_grad, shard = shard_of(model, rank, world_size)
         optimizer = torch.optim.Adam([shard], lr=LR)  # Adam's state: for this rank's slice only
         for step in range(STEPS):
             batch = slice(
                 (step * world_size + rank) * BATCH_SIZE, (step * world_size + rank + 1) * BATCH_SIZE
             )
-            model.zero_grad()  # rank r reads the r-th of every world_size batches
-            torch.nn.functional.mse_loss(model(x[batch]), y[batch]).backward()
-            zero1_step(model, shard, optimizer)
+            model.zero_grad(set_to_none=False)  # in place: the gradients stay views of flat_grad
+            torch.nn.functional.mse_loss(model(x[batch]), y[batch]).backward()  # rank r: r-th batches
+            zero1_step(flat, flat_grad, shard, optimizer)
         if rank == 0:
-            values = sum(t.numel() for s in optimizer.state.values() for t in s.values() if t.dim() > 0)
-            torch.save({"model": model.state_dict(), "optimizer_values": values}, path)
+            state = optimizer.state[shard]
+            values = sum(t.numel() for t in state.values() if t.dim() > 0)
+            held = _held_bytes([*model.parameters(), shard], list(state.values()))
+            saved = {"model": model.state_dict(), "optimizer_values": values, "held": held}
+            torch.save({**saved, "exp_avg": state["exp_avg"].clone()}, path)
     finally:
         dist.destroy_process_group()
+
+
+def _held_bytes(params: list, state: list) -> int:
+    """Bytes of the parameters, their gradients and the optimizer state, each block of memory once."""
+    tensors = [*params, *(p.grad for p in params if p.grad is not None), *state]
+    return sum({t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in tensors}.values())
 
 
 def launch(world_size: int, path: str) -> None:

@@ -3,9 +3,9 @@
 import socket
 from datetime import timedelta
 
-import torch.distributed.nn  # first, or ~1 run in 30 aborts at exit: see upstream/dist_nn_abort_at_exit.py
+import torch
 from torch.distributed.device_mesh import init_device_mesh
-from torch.distributed.fsdp import fully_shard
+from torch.distributed.fsdp import fully_shard  # torch 2.6+; imports torch.distributed.nn, before any group
 
 
 def train(rank, world_size, port, timeout=timedelta(seconds=60)):  # a demo: seconds; a real job: minutes
@@ -20,12 +20,12 @@ def train(rank, world_size, port, timeout=timedelta(seconds=60)):  # a demo: sec
             fully_shard(layer, mesh=mesh)  # 1/world_size of each parameter (rows), frees the rest
         optimizer = torch.optim.Adam(model.parameters(), lr=0.01)  # state for this rank's shards only
         x = torch.randn(256, 4, generator=torch.Generator().manual_seed(rank))  # this rank's data
-        for _ in range(100):  # learn y = x; backward() all-gathers each layer's weights again
-            optimizer.zero_grad()
-            torch.nn.functional.mse_loss(model(x), x).backward()  # and reduce-scatters the gradients
+        for _ in range(100):  # learn y = x (untrained, the loss is about 1.2): backward() all-gathers
+            optimizer.zero_grad()  # each layer's weights again and reduce-scatters the gradients
+            (loss := torch.nn.functional.mse_loss(model(x), x)).backward()
             optimizer.step()
         held = sum(p.to_local().numel() for p in model.parameters())
-        print(f"rank {rank}: holds {held} of 580 values\n", end="")  # one write: lines do not interleave
+        print(f"rank {rank}: loss {loss.item():.4f}, holds {held} of 580 values\n", end="")  # one write
     finally:
         torch.distributed.destroy_process_group()  # whatever happened above
 

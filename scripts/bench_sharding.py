@@ -5,9 +5,11 @@
 One ``mp.spawn`` of ``--ranks`` gloo ranks on CPU (one thread each) trains the digits MLP of each
 size with every method, ``--repeats`` times, ``--steps`` Adam steps each
 (``helpers.sharding.benchmark_rank``), and prints one row per method and size: the median time per
-step (the first step of a run left out), the bytes a rank receives in a step (counted from the
-collectives that ran) next to those computed from the method's collectives, and the bytes of the
-tensors rank 0 holds (parameters, gradients, optimizer state). The process's resident memory is left
+step (the first step of a run left out); the bytes rank 0 sent in its last step, measured (``wchar``
+of ``/proc/self/io``: Linux only, blank elsewhere) beside two models computed from the method's
+collectives, a ring (NCCL's algorithm) and gloo's (whose reduce-scatter is an all-reduce); and the
+bytes of the tensors rank 0 holds (parameters, gradients, optimizer state, DDP's buckets). The
+process's resident memory is left
 out: one process runs every method in turn, and what one frees the next reuses (notebook 12 §1
 measures it with a launch per method). The load average is printed before and after: timings on a
 shared machine move with it. Nothing is written outside a temporary folder.
@@ -27,8 +29,8 @@ import torch.multiprocessing as mp
 from helpers import sharding
 from helpers.ddp import free_port
 
-COLUMNS = ("method", "params", "ms/step", "MB moved", "MB computed", "MB params", "MB grads", "MB optim",
-           "MB held")  # fmt: skip
+COLUMNS = ("method", "params", "ms/step", "MB sent", "MB ring model", "MB gloo model", "MB params", "MB grads",
+           "MB optim", "MB buckets", "MB held")  # fmt: skip
 """The table's header: one row per method and model size."""
 
 BENCH_METHODS = ("ddp", "ddp_by_hand", "zero1", "fsdp2")
@@ -36,17 +38,16 @@ BENCH_METHODS = ("ddp", "ddp_by_hand", "zero1", "fsdp2")
 
 
 def table(rows: list[dict], world_size: int) -> list[list[str]]:
-    """One line per (method, parameters): medians over the repeats, bytes in MB (10^6)."""
+    """One line per (method, parameters): medians over the repeats, rank 0's bytes in MB (10^6)."""
     lines = []
     for key in dict.fromkeys((r["method"], r["parameters"]) for r in rows):
         runs = [r for r in rows if (r["method"], r["parameters"]) == key]
-        memory = runs[0]["memory"]
-        held = memory["parameters"] + memory["gradients"] + memory["optimizer"]
-        computed = sharding.expected_bytes(key[0], key[1], world_size)
-        kinds = (memory["parameters"], memory["gradients"], memory["optimizer"], held)
-        megabytes = [runs[0]["moved"], computed, *kinds]
+        memory, sent = runs[0]["memory"], runs[0]["bytes"]
+        kinds = [memory[kind] for kind in ("parameters", "gradients", "optimizer", "buckets")]
+        megabytes = [sent["sent"], sent["ring"], sent["gloo"], *kinds, sum(kinds)]
         ms = 1000 * statistics.median(r["seconds_per_step"] for r in runs)
-        lines.append([key[0], f"{key[1]:,}", f"{ms:.1f}", *(f"{b / 1e6:.2f}" for b in megabytes)])
+        cells = ["" if b is None else f"{b / 1e6:.2f}" for b in megabytes]  # no /proc: nothing measured
+        lines.append([key[0], f"{key[1]:,}", f"{ms:.1f}", *cells])
     return lines
 
 

@@ -27,34 +27,35 @@ def make_model() -> torch.nn.Module:
     return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1))
 
 
-def shard_of(model: torch.nn.Module, rank: int, world_size: int) -> torch.nn.Parameter:
-    """This rank's slice of all of ``model``'s parameters, flattened and padded (a copy)."""
-    flat = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
-    size = -(-flat.numel() // world_size)  # ceil
-    flat = torch.nn.functional.pad(flat, (0, size * world_size - flat.numel()))
-    return torch.nn.Parameter(flat[rank * size : (rank + 1) * size].clone())
+def shard_of(model: torch.nn.Module, rank: int, world_size: int) -> tuple:
+    """``(flat, flat_grad, shard)``: the model's parameters and gradients as views of two flat, padded
+    buffers, and this rank's slice of ``flat`` as a parameter (a view: no copy)."""
+    params = list(model.parameters())
+    size = -(-sum(p.numel() for p in params) // world_size)  # ceil
+    flat, flat_grad = torch.zeros(size * world_size), torch.zeros(size * world_size)
+    offset = 0
+    for p in params:  # each parameter and its gradient become a view of the flat buffers
+        piece = slice(offset, offset + p.numel())
+        flat[piece] = p.detach().reshape(-1)
+        p.data, p.grad = flat[piece].view_as(p), flat_grad[piece].view_as(p)
+        offset += p.numel()
+    shard = torch.nn.Parameter(flat[rank * size : (rank + 1) * size])  # shares flat's memory
+    shard.grad = flat_grad[rank * size : (rank + 1) * size]
+    return flat, flat_grad, shard
 
 
-def zero1_step(model: torch.nn.Module, shard: torch.nn.Parameter, optimizer: torch.optim.Optimizer) -> None:
-    """After ``backward()``: reduce-scatter the gradients, step ``shard``, all-gather into ``model``."""
-    world_size, params = dist.get_world_size(), list(model.parameters())
-    grads = torch.cat([p.grad.reshape(-1) for p in params])
-    grads = torch.nn.functional.pad(grads, (0, shard.numel() * world_size - grads.numel()))
-    shard.grad = torch.empty_like(shard)
-    dist.reduce_scatter_tensor(shard.grad, grads)  # my slice, summed over the ranks
-    shard.grad /= world_size  # the average, as DDP's
-    optimizer.step()
-    flat = torch.empty(shard.numel() * world_size)
-    dist.all_gather_into_tensor(flat, shard.detach())
-    sizes = [p.numel() for p in params]
-    with torch.no_grad():
-        for p, piece in zip(params, flat[: sum(sizes)].split(sizes), strict=True):  # padding dropped
-            p.copy_(piece.view_as(p))
+def zero1_step(flat: torch.Tensor, flat_grad: torch.Tensor, shard: torch.nn.Parameter, optimizer) -> None:
+    """After ``backward()``: reduce-scatter into ``shard.grad``, step ``shard``, all-gather into ``flat``."""
+    dist.reduce_scatter_tensor(shard.grad, flat_grad)  # my slice, summed over the ranks
+    shard.grad /= dist.get_world_size()  # the average, as DDP's
+    optimizer.step()  # in place: writes into flat, the model's memory
+    dist.all_gather_into_tensor(flat, shard.detach())  # every rank's stepped slice
 
 
 # Given from here on.
 def train(rank: int, world_size: int, port: int, path: str) -> None:
-    """One rank: ZeRO-1 with Adam for ``STEPS`` steps; rank 0 saves the weights and Adam's size."""
+    """One rank: ZeRO-1 with Adam for ``STEPS`` steps; rank 0 saves the weights, Adam's size and first
+    moment, and the bytes the rank holds."""
     torch.set_num_threads(1)  # the ranks share the cores
     dist.init_process_group(
         "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size,
@@ -62,20 +63,29 @@ def train(rank: int, world_size: int, port: int, path: str) -> None:
     )  # fmt: skip
     try:
         (x, y), model = make_data().tensors, make_model()
-        shard = shard_of(model, rank, world_size)
+        flat, flat_grad, shard = shard_of(model, rank, world_size)
         optimizer = torch.optim.Adam([shard], lr=LR)  # Adam's state: for this rank's slice only
         for step in range(STEPS):
             batch = slice(
                 (step * world_size + rank) * BATCH_SIZE, (step * world_size + rank + 1) * BATCH_SIZE
             )
-            model.zero_grad()  # rank r reads the r-th of every world_size batches
-            torch.nn.functional.mse_loss(model(x[batch]), y[batch]).backward()
-            zero1_step(model, shard, optimizer)
+            model.zero_grad(set_to_none=False)  # in place: the gradients stay views of flat_grad
+            torch.nn.functional.mse_loss(model(x[batch]), y[batch]).backward()  # rank r: r-th batches
+            zero1_step(flat, flat_grad, shard, optimizer)
         if rank == 0:
-            values = sum(t.numel() for s in optimizer.state.values() for t in s.values() if t.dim() > 0)
-            torch.save({"model": model.state_dict(), "optimizer_values": values}, path)
+            state = optimizer.state[shard]
+            values = sum(t.numel() for t in state.values() if t.dim() > 0)
+            held = _held_bytes([*model.parameters(), shard], list(state.values()))
+            saved = {"model": model.state_dict(), "optimizer_values": values, "held": held}
+            torch.save({**saved, "exp_avg": state["exp_avg"].clone()}, path)
     finally:
         dist.destroy_process_group()
+
+
+def _held_bytes(params: list, state: list) -> int:
+    """Bytes of the parameters, their gradients and the optimizer state, each block of memory once."""
+    tensors = [*params, *(p.grad for p in params if p.grad is not None), *state]
+    return sum({t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in tensors}.values())
 
 
 def launch(world_size: int, path: str) -> None:

@@ -89,3 +89,33 @@ def reload_fsdp2(rank: int, world_size: int, port: int, checkpoint: str, hidden:
             torch.save({"state": full, "held": [int(h) for h in every]}, path)
     finally:
         dist.destroy_process_group()
+
+
+def in_place_collectives(rank: int, world_size: int, port: int, path: str) -> None:
+    """ZeRO-1's two collectives with aliasing buffers, each rank with its own values; rank 0 saves
+    whether both gave the right result on every rank (tests/test_sharding.py)."""
+    from datetime import timedelta
+
+    import torch
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size,
+                            timeout=timedelta(seconds=60))  # fmt: skip
+    try:
+        size = 5
+        grads = torch.arange(world_size * size, dtype=torch.float32) * (rank + 1)  # differ per rank
+        dist.reduce_scatter_tensor(grads[rank * size : (rank + 1) * size], grads)  # output: a slice of input
+        total = torch.arange(world_size * size, dtype=torch.float32) * sum(range(1, world_size + 1))
+        scattered = torch.equal(
+            grads[rank * size : (rank + 1) * size], total[rank * size : (rank + 1) * size]
+        )
+        flat = torch.full((world_size * size,), -1.0)
+        flat[rank * size : (rank + 1) * size] = torch.arange(size) + 100 * rank
+        dist.all_gather_into_tensor(flat, flat[rank * size : (rank + 1) * size])  # input: a slice of output
+        gathered = torch.equal(flat, torch.cat([torch.arange(size) + 100.0 * r for r in range(world_size)]))
+        every = [None] * world_size
+        dist.all_gather_object(every, (scattered, gathered))
+        if rank == 0:
+            torch.save([all(s for s, _ in every), all(g for _, g in every)], path)
+    finally:
+        dist.destroy_process_group()
