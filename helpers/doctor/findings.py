@@ -51,6 +51,19 @@ class Finding:
             raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}")
 
 
+BINDING_VARIABLES = ("OMP_PROC_BIND", "OMP_PLACES", "GOMP_CPU_AFFINITY")
+"""OpenMP settings under which importing torch (its OpenMP runtime, libgomp) binds the process to CPUs."""
+CPU_BINDING_WHY = (
+    "With OMP_PROC_BIND, OMP_PLACES or GOMP_CPU_AFFINITY set, importing torch (its OpenMP runtime) "
+    "binds the process to fewer CPUs (often one), and every process it starts inherits that binding: "
+    "DataLoader workers and ranks all share those CPUs, whatever the machine or its container allows."
+)
+CPU_BINDING_FIX = (
+    "Unset OMP_PROC_BIND, OMP_PLACES and GOMP_CPU_AFFINITY for a multiprocess job (or give each "
+    "process its own CPUs: taskset, numactl, a launcher that pins ranks); then size the threads per "
+    "worker to the usable CPUs."
+)
+
 # --- What each check is about: why it matters, the fix, where it is taught, what it prevents -------
 
 _OLDEST, _NEWEST = (".".join(map(str, version)) for version in TESTED_PYTHONS)
@@ -121,7 +134,9 @@ _ABOUT = {
         "is full the DataLoader raises 'unable to allocate shared memory(shm) ... No space left on "
         "device (28)' (torch 2.13 to 2.15; older releases: the worker died with 'Bus error').",
         "docker run --shm-size=2g (or --ipc=host); Kubernetes: an emptyDir with medium: Memory "
-        "on /dev/shm; or fewer workers / smaller prefetch.",
+        "on /dev/shm, whose pages count against the container's memory limit: raise "
+        "resources.limits.memory by as much, or the Bus error becomes an OOM kill; or fewer workers "
+        "/ smaller prefetch.",
         "[02 · share_memory_() moves the storage](../notebooks/02_shared_tensors.ipynb#share-memory-moves-the-storage); "
         "[08 · A full /dev/shm](../notebooks/08_debugging_and_pitfalls.ipynb#a-full-dev-shm)",
         "pytorch#5040, pytorch#16979; moby/moby#29492 (Docker's 64 MB default)",

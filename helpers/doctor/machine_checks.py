@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import multiprocessing as mp
 import os
 import platform
 import re
 import socket
+import subprocess
 import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
 
 from helpers.doctor.findings import (
+    BINDING_VARIABLES,
+    CPU_BINDING_FIX,
+    CPU_BINDING_WHY,
     DEFAULT_WORKER_MEM,
     DOCKER_DEFAULT_SHM,
     TORCHRUN_DEFAULT_PORT,
@@ -33,7 +38,7 @@ from helpers.environment import (
 from helpers.processes import dev_shm_entries
 
 # helpers.doctor.check runs the checks; platform_checks reads ptrace and resolves names with these
-__all__ = ["machine_checks_for", "ptrace_scope", "has_cap_sys_ptrace", "resolves_within"]
+__all__ = ["machine_checks_for", "torch_missing", "ptrace_scope", "has_cap_sys_ptrace", "resolves_within"]
 
 # --- Machine checks -------------------------------------------------------------------------------
 
@@ -81,6 +86,29 @@ def _size(n: float) -> str:
     return f"{n} B"
 
 
+def torch_missing(error: ImportError) -> Finding:
+    """The one finding where this interpreter cannot import torch: which interpreter, and what to do
+    (most checks need torch; the doctor reports this instead of a traceback).
+
+    >>> torch_missing(ModuleNotFoundError("No module named 'torch'")).status
+    'fail'
+    """
+    measured = (
+        f"torch is not importable by {sys.executable} (Python {platform.python_version()}): "
+        f"{type(error).__name__}: {error}"
+    )
+    fix = (
+        "Run the doctor with the Python of the environment that has torch (e.g. .venv/bin/python -m "
+        f"helpers.doctor; 'which python' shows the one your shell runs), or install torch into this one: "
+        f"{sys.executable} -m pip install torch"
+    )
+    why = (
+        "The series and most of the doctor's checks run torch; this Python cannot import it, often "
+        "because it is not the environment's (a shell's python, another virtual environment's)."
+    )
+    return dataclasses.replace(finding("python and torch", "fail", measured), why=why, fix=fix)
+
+
 def _check_versions(python: str | None = None, torch_version: str | None = None) -> Finding:
     import torch
 
@@ -119,8 +147,31 @@ def _check_start_method() -> Finding:
     return finding("default start method", "ok", measured)
 
 
+def _affinity_around_import(timeout: float = 60.0) -> tuple[int, int] | None:
+    """CPUs a fresh interpreter with this environment may use before and after ``import torch``, or
+    None where that cannot be read. The interpreter first widens its affinity to every CPU (the kernel
+    keeps only those its cpuset allows): it inherits this process's, which torch may already have bound."""
+    if not hasattr(os, "sched_getaffinity"):
+        return None
+    code = (
+        "import os\n"
+        "try:\n    os.sched_setaffinity(0, range(os.cpu_count() or 1))\nexcept OSError:\n    pass\n"
+        "before = len(os.sched_getaffinity(0))\nimport torch\n"
+        "print(before, len(os.sched_getaffinity(0)))\n"
+    )
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, check=False
+        )
+        before, after = (int(n) for n in done.stdout.split())
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return None
+    return before, after
+
+
 def _check_cpu_threads(processes: int, outside: bool = False) -> Finding:
-    """torch's thread count here (from outside a process: what a new one gets) against usable CPUs."""
+    """torch's thread count here (from outside a process: what a new one gets) against usable CPUs;
+    with an OpenMP binding variable set, whether importing torch binds a process to fewer CPUs."""
     import torch
 
     threads = torch.get_num_threads()
@@ -135,6 +186,16 @@ def _check_cpu_threads(processes: int, outside: bool = False) -> Finding:
         f"OMP_NUM_THREADS={omp or 'unset'}"
     )
     over = processes * threads > usable or (omp is not None and omp.isdigit() and int(omp) > usable)
+    binding = {name: os.environ[name] for name in BINDING_VARIABLES if os.environ.get(name, "").strip()}
+    around = _affinity_around_import() if binding else None
+    if around and around[1] < around[0]:
+        settings = ", ".join(f"{name}={value}" for name, value in binding.items())
+        measured += (
+            f"; importing torch binds a process to {around[1]} of {around[0]} CPU(s) ({settings}),"
+            " and every child inherits it"
+        )
+        bound = finding("CPU threads", "warn", measured)
+        return dataclasses.replace(bound, why=CPU_BINDING_WHY, fix=CPU_BINDING_FIX)
     return finding("CPU threads", "warn" if over else "ok", measured)
 
 
