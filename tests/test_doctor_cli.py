@@ -70,6 +70,31 @@ def test_importing_the_doctor_loads_only_the_standard_library_and_helpers():
     assert run_python_script(probe, timeout=60).stdout.strip() == "[]"  # torch and psutil: only when checking
 
 
+def test_without_torch_the_command_line_prints_a_fail_line_not_a_traceback():
+    # an interpreter where torch cannot be imported (sys.modules["torch"] = None makes `import torch`
+    # raise ModuleNotFoundError), running python -m helpers.doctor as a shell would
+    run_doctor = "import runpy, sys\nsys.modules['torch'] = None\nrunpy.run_module('helpers.doctor', run_name='__main__')\n"
+    for extra in ([], ["--json"]):
+        done = subprocess.run(
+            [sys.executable, "-c", run_doctor, *extra],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+        assert sys.executable in done.stdout and "pip install torch" in done.stdout, done.stdout
+    assert re.search(
+        r"^fail\s+python and torch\s+torch is not importable",
+        run_python_script(
+            "import sys\nsys.modules['torch'] = None\nfrom helpers.doctor import check, format_findings\n"
+            "print(format_findings(check()))\n",
+            timeout=60,
+        ).stdout,
+        re.MULTILINE,
+    )
+
+
 def test_a_finding_refuses_an_unknown_status():
     with pytest.raises(ValueError, match="status"):
         Finding("x", "fine", "", "", "", "", "")
