@@ -46,7 +46,6 @@ __all__ = [
     "BATCH_SIZE",
     "LR",
     "HIDDEN",
-    "HOOK_BUCKET_BYTES",
     "join",
     "send_recv",
     "broadcast",
@@ -76,7 +75,6 @@ STEPS = 12  # optimizer steps per training run: each rank reads its half of 12 g
 BATCH_SIZE = 32  # per rank
 LR = 0.5
 HIDDEN = (64,) * 6  # an MLP of 7 Linear layers: 14 gradients, enough for buckets to matter
-HOOK_BUCKET_BYTES = 55_000  # HIDDEN's 102,440 bytes of gradients in two buckets: the first overlaps backward
 TIMEOUT = timedelta(seconds=60)  # a rank that never arrives fails the others after this, not never
 
 
@@ -340,7 +338,7 @@ def train_steps(
 def hand_made_vs_ddp(rank: int, world_size: int) -> dict[str, dict[str, torch.Tensor]]:
     """The same training three ways, from a model seeded differently on every rank (rank 0's weights
     must reach the others): by hand (:func:`broadcast_parameters`, :func:`average_gradients` after
-    backward), with :class:`BucketedAllReduce` (two buckets of at most :data:`HOOK_BUCKET_BYTES`), with
+    backward), with :class:`BucketedAllReduce` (two buckets, so that the first overlaps backward), with
     DDP; the three ``state_dict``s
     ([11 · DDP by hand](../notebooks/11_collectives_and_ddp.ipynb#ddp-by-hand)).
 
@@ -351,7 +349,7 @@ def hand_made_vs_ddp(rank: int, world_size: int) -> dict[str, dict[str, torch.Te
     train_steps(by_hand, rank, world_size, lambda: average_gradients(by_hand))
     hooked = make_model(seed=rank, hidden=HIDDEN)
     broadcast_parameters(hooked)
-    hooks = BucketedAllReduce(hooked, HOOK_BUCKET_BYTES)  # registers the hooks: 2 buckets here
+    hooks = BucketedAllReduce(hooked, bucket_bytes=55_000)  # registers the hooks: 102,440 bytes in 2 buckets
     train_steps(hooked, rank, world_size, hooks.wait)
     ddp = DDP(make_model(seed=rank, hidden=HIDDEN))  # DDP broadcasts rank 0's weights itself
     train_steps(ddp, rank, world_size)

@@ -89,21 +89,6 @@ def test_more_threads_than_usable_cpus_warn():
     assert one("CPU threads", processes=environment.usable_cpus() + 1).status == "warn"
 
 
-@pytest.mark.skipif(
-    not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2, reason="needs 2 usable CPUs"
-)
-@pytest.mark.parametrize("binding", [{"OMP_PROC_BIND": "true"}, {"GOMP_CPU_AFFINITY": "0"}])
-def test_an_openmp_binding_is_named_as_the_cause_not_the_quota(binding):
-    # importing torch under these variables binds the process (and every child) to fewer CPUs: measured
-    # before and after the import in a fresh interpreter; the old finding blamed the cores torch sees
-    finding = check_in_fresh_interpreter("", 'check(only=["CPU threads"])', env=binding)["CPU threads"]
-    (name,) = binding
-    assert finding["status"] == "warn" and f"{name}=" in finding["measured"], finding
-    assert "importing torch binds a process to 1 of" in finding["measured"], finding
-    assert "every child" in finding["measured"] and "quota" not in finding["why"], finding
-    assert name in finding["fix"] and "set_num_threads" not in finding["fix"], finding
-
-
 def test_cgroup_quotas_read_as_cpus():
     assert environment._cpu_quota("max 100000") is None
     assert environment._cpu_quota("150000 100000") == 1.5
@@ -119,11 +104,6 @@ def test_enough_free_shared_memory_passes(tmp_path):
     assert finding.status in ("ok", "warn") and f"{tmp_path}:" in finding.measured
     if os.statvfs(tmp_path).f_blocks * os.statvfs(tmp_path).f_frsize > findings.DOCKER_DEFAULT_SHM:
         assert finding.status == "ok"
-
-
-def test_the_kubernetes_fix_says_the_pages_count_against_the_memory_limit():
-    fix = findings.finding("shared memory", "warn", "").fix
-    assert "emptyDir" in fix and "memory limit" in fix and "OOM" in fix
 
 
 def test_free_space_below_the_need_fails(tmp_path):

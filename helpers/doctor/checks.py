@@ -5,9 +5,9 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Callable, Sequence
 
-from helpers.doctor.findings import CHECKS, DEFAULT_SHM_NEED, DoctorError, Finding
+from helpers.doctor.findings import CHECKS, DEFAULT_SHM_NEED, DoctorError, Finding, torch_missing
 from helpers.doctor.inspector import process_checks_for
-from helpers.doctor.machine_checks import machine_checks_for, torch_missing
+from helpers.doctor.machine_checks import machine_checks_for
 from helpers.doctor.platform_checks import platform_checks_for
 from helpers.doctor.target_checks import target_checks_for
 from helpers.section_links import as_plain_text

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import platform
+import sys
 
 from helpers.environment import TESTED_PYTHONS, TESTED_TORCH
 
 # Finding, DoctorError and CHECKS are public through helpers.doctor, which re-exports them; finding is
 # what the doctor's check modules share.
-__all__ = ["finding"]
+__all__ = ["finding", "torch_missing"]
 
 STATUSES = ("ok", "warn", "fail", "n/a")
 TORCHRUN_DEFAULT_PORT = 29500  # torchrun's --master-port default (static rendezvous)
@@ -308,3 +310,26 @@ def finding(name: str, status: str, measured: str) -> Finding:
     ('ok', True)
     """
     return Finding(name, status, measured, *_ABOUT[name])
+
+
+def torch_missing(error: ImportError) -> Finding:
+    """The one finding where this interpreter cannot import torch: which interpreter, and what to do
+    (most checks need torch; the doctor reports this instead of a traceback).
+
+    >>> torch_missing(ModuleNotFoundError("No module named 'torch'")).status
+    'fail'
+    """
+    measured = (
+        f"torch is not importable by {sys.executable} (Python {platform.python_version()}): "
+        f"{type(error).__name__}: {error}"
+    )
+    fix = (
+        "Run the doctor with the Python of the environment that has torch (e.g. .venv/bin/python -m "
+        f"helpers.doctor; 'which python' shows the one your shell runs), or install torch into this one: "
+        f"{sys.executable} -m pip install torch"
+    )
+    why = (
+        "The series and most of the doctor's checks run torch; this Python cannot import it, often "
+        "because it is not the environment's (a shell's python, another virtual environment's)."
+    )
+    return dataclasses.replace(finding("python and torch", "fail", measured), why=why, fix=fix)

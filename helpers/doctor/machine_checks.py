@@ -38,7 +38,7 @@ from helpers.environment import (
 from helpers.processes import dev_shm_entries
 
 # helpers.doctor.check runs the checks; platform_checks reads ptrace and resolves names with these
-__all__ = ["machine_checks_for", "torch_missing", "ptrace_scope", "has_cap_sys_ptrace", "resolves_within"]
+__all__ = ["machine_checks_for", "ptrace_scope", "has_cap_sys_ptrace", "resolves_within"]
 
 # --- Machine checks -------------------------------------------------------------------------------
 
@@ -84,29 +84,6 @@ def _size(n: float) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n} B"
-
-
-def torch_missing(error: ImportError) -> Finding:
-    """The one finding where this interpreter cannot import torch: which interpreter, and what to do
-    (most checks need torch; the doctor reports this instead of a traceback).
-
-    >>> torch_missing(ModuleNotFoundError("No module named 'torch'")).status
-    'fail'
-    """
-    measured = (
-        f"torch is not importable by {sys.executable} (Python {platform.python_version()}): "
-        f"{type(error).__name__}: {error}"
-    )
-    fix = (
-        "Run the doctor with the Python of the environment that has torch (e.g. .venv/bin/python -m "
-        f"helpers.doctor; 'which python' shows the one your shell runs), or install torch into this one: "
-        f"{sys.executable} -m pip install torch"
-    )
-    why = (
-        "The series and most of the doctor's checks run torch; this Python cannot import it, often "
-        "because it is not the environment's (a shell's python, another virtual environment's)."
-    )
-    return dataclasses.replace(finding("python and torch", "fail", measured), why=why, fix=fix)
 
 
 def _check_versions(python: str | None = None, torch_version: str | None = None) -> Finding:
