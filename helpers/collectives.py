@@ -127,13 +127,17 @@ def all_reduce_sum(rank: int, world_size: int) -> torch.Tensor:
 
 
 def all_reduce_mean(rank: int, world_size: int) -> torch.Tensor:
-    """The mean: a SUM all-reduce, divided by the world size (gloo has no AVG: that is nccl's).
+    """The mean two ways: a SUM all-reduce divided by the world size, and ``ReduceOp.AVG``, which
+    gloo computes too (a sum, then a division: pytorch PR #149781, 2025-03; run on torch 2.15.0).
+    Rank r holds ``[r + 1]``; every rank returns ``[mean, mean]``.
 
     >>> all_reduce_mean(0, 1)  # doctest: +SKIP
     """
-    tensor = torch.tensor([rank + 1.0])
-    dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
-    return tensor / world_size
+    summed = torch.tensor([rank + 1.0])
+    averaged = summed.clone()
+    dist.all_reduce(summed, op=dist.ReduceOp.SUM)
+    dist.all_reduce(averaged, op=dist.ReduceOp.AVG)  # on gloo since pytorch PR #149781
+    return torch.cat([summed / world_size, averaged])
 
 
 def reduce_scatter(rank: int, world_size: int) -> torch.Tensor:
@@ -334,7 +338,8 @@ def train_steps(
 def hand_made_vs_ddp(rank: int, world_size: int) -> dict[str, dict[str, torch.Tensor]]:
     """The same training three ways, from a model seeded differently on every rank (rank 0's weights
     must reach the others): by hand (:func:`broadcast_parameters`, :func:`average_gradients` after
-    backward), with :class:`BucketedAllReduce`, with DDP; the three ``state_dict``s
+    backward), with :class:`BucketedAllReduce` (two buckets, so that the first overlaps backward), with
+    DDP; the three ``state_dict``s
     ([11 · DDP by hand](../notebooks/11_collectives_and_ddp.ipynb#ddp-by-hand)).
 
     >>> hand_made_vs_ddp(0, 2)  # doctest: +SKIP
@@ -344,7 +349,8 @@ def hand_made_vs_ddp(rank: int, world_size: int) -> dict[str, dict[str, torch.Te
     train_steps(by_hand, rank, world_size, lambda: average_gradients(by_hand))
     hooked = make_model(seed=rank, hidden=HIDDEN)
     broadcast_parameters(hooked)
-    train_steps(hooked, rank, world_size, BucketedAllReduce(hooked).wait)
+    hooks = BucketedAllReduce(hooked, bucket_bytes=55_000)  # registers the hooks: 102,440 bytes in 2 buckets
+    train_steps(hooked, rank, world_size, hooks.wait)
     ddp = DDP(make_model(seed=rank, hidden=HIDDEN))  # DDP broadcasts rank 0's weights itself
     train_steps(ddp, rank, world_size)
     return {"by hand": by_hand.state_dict(), "hooks": hooked.state_dict(), "DDP": ddp.module.state_dict()}

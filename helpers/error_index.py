@@ -49,6 +49,11 @@ CASES: dict[str, str] = {
     "../notebooks/13_field_guide_workers_and_machine.ipynb#appendix-b-cuda-between-processes-on-a-gpu)",
     "dataloader_option": "a DataLoader option: [13 · Appendix E]("
     "../notebooks/13_field_guide_workers_and_machine.ipynb#appendix-e-three-dataloader-options)",
+    # helper hD (turn 5): a start method set twice, ranks that cannot reach each other over gloo
+    "start_method_set_twice": "set_start_method called twice: [01 · Three start methods]("
+    "../notebooks/01_start_methods.ipynb#three-start-methods)",
+    "gloo_peer_unreachable": "a rank's address the others cannot reach: [09 · Appendix: real networks]("
+    "../notebooks/09_multi_node.ipynb#appendix-real-networks)",
 }
 """The cases of notebook 10 (and the errors that other notebooks explain), by name."""
 
@@ -342,6 +347,26 @@ ERROR_INDEX: tuple[IndexEntry, ...] = (
         "13_field_guide_workers_and_machine.ipynb",
         "appendix-e-three-dataloader-options",
         "`DataLoader(pin_memory_device=...)` is deprecated and ignored (torch 2.15.0: the current accelerator pins): drop it",
+    ),
+    # helper hD (turn 5): two messages users report (real-problems review, item 12)
+    IndexEntry(
+        "RuntimeError: context has already been set",
+        "start_method_set_twice",
+        "01_start_methods.ipynb",
+        "three-start-methods",
+        "`set_start_method` ran a second time (a re-run cell, a library or a test runner that set it"
+        ' first; CPython\'s `multiprocessing`, any version): use `mp.get_context("spawn")` where you start'
+        " processes, or `set_start_method(..., force=True)` once, knowing it changes every later default",
+    ),
+    IndexEntry(
+        "RuntimeError: Gloo connectFullMesh failed with",
+        "gloo_peer_unreachable",
+        "09_multi_node.ipynb",
+        "appendix-real-networks",
+        "(then `timed out connecting: SO_ERROR: Connection refused`, `No route to host` or `Connect"
+        " timeout`) a rank announced an address the others cannot reach: a hostname that"
+        " resolves to 127.x or a private address, the wrong interface. Set `GLOO_SOCKET_IFNAME` to the"
+        " interface the nodes share and `MASTER_ADDR` to an address all reach (torch 2.15.0's text)",
     ),
 )
 """The index of error messages (docs/errors.md,

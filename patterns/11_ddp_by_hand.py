@@ -4,7 +4,7 @@ import socket
 from datetime import timedelta
 
 import torch
-import torch.distributed as dist
+import torch.distributed as dist  # no `import torch.distributed.nn` first: nothing here imports it
 
 
 def train(rank, world_size, port):

@@ -33,6 +33,8 @@ SIGNS = [
     ("Failed to register signal handlers", "signal_off_main_thread"),
     ("NameError: name", "global_from_main_block"),
     ("SemLock created in a fork context", "lock_across_contexts"),
+    ("context has already been set", "start_method_set_twice"),
+    ("connectFullMesh failed", "gloo_peer_unreachable"),
 ]
 
 

@@ -59,6 +59,8 @@ WRONG_ANSWERS = [
     ("ex10", "ex10_exact_numbers", "ports, pids, ranks and timeouts vary"),
     ("ex11", "ex11_no_divide", "divide it by the world size"),
     ("ex11", "ex11_no_all_reduce", "all-reduce it first"),
+    ("ex11", "ex11_late_binding", "Use the parameter the hook receives"),
+    ("ex11", "ex11_no_wait", "wait() on the Work it returns before dividing"),
     ("ex12", "ex12_whole_model", "not the whole model"),
     ("ex12", "ex12_no_all_gather", "moved only in its own slice"),
     ("ex12", "ex12_no_division", "divide the reduce-scattered gradient by the world size"),

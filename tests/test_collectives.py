@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import pytest
 import torch
+import torch.distributed as dist
 import torch.multiprocessing as mp
+from torch.utils.data import DistributedSampler
 
 from helpers import collectives
 from helpers.ddp import free_port
@@ -38,10 +40,27 @@ def test_every_collective_gives_each_rank_what_the_notebook_draws(tmp_path):
     results = _launch(tmp_path, 4, collectives.every_collective)
     assert [r["send_recv"].tolist() for r in results] == [[0, 1, 2]] * 2 + [[0, 0, 0]] * 2
     assert all(r["broadcast"].tolist() == [0, 0] for r in results)
-    assert all(r["all_reduce_sum"].item() == 10 and r["all_reduce_mean"].item() == 2.5 for r in results)
+    assert all(
+        r["all_reduce_sum"].item() == 10 and r["all_reduce_mean"].tolist() == [2.5, 2.5] for r in results
+    )
     assert [r["reduce_scatter"].item() for r in results] == [60, 64, 68, 72]
     assert all(r["all_gather"].tolist() == [0, 1, 2, 3] for r in results)
     assert all(r["async_all_reduce"].tolist() == [6, 1000] for r in results)
+
+
+def _average(rank: int, world_size: int) -> torch.Tensor:
+    """Rank r holds ``[r + 1]`` and chunks ``[r + 1, 10 (r + 1)]``: ``ReduceOp.AVG`` of both."""
+    tensor, mine = torch.tensor([rank + 1.0]), torch.zeros(1)
+    dist.all_reduce(tensor, op=dist.ReduceOp.AVG)
+    dist.reduce_scatter_tensor(mine, torch.tensor([1.0, 10.0]) * (rank + 1), op=dist.ReduceOp.AVG)
+    return torch.cat([tensor, mine])
+
+
+def test_gloo_averages_with_reduce_op_avg(tmp_path):
+    # pytorch PR #149781 (2025-03) gave ProcessGroupGloo ReduceOp.AVG; notebook 11 says so, and this
+    # fails the day a torch refuses it (before, gloo raised on AVG and the notebook said "gloo has no AVG").
+    results = _launch(tmp_path, 2, _average)
+    assert [r.tolist() for r in results] == [[1.5, 1.5], [1.5, 15.0]]
 
 
 def test_hand_made_ddp_and_bucketed_hooks_equal_ddp_under_spawn(tmp_path):
@@ -91,6 +110,25 @@ def test_buckets_hold_at_most_bucket_bytes_in_reverse_parameter_order():
         sum(p.nbytes for p in b) <= params[2].nbytes + params[3].nbytes or len(b) == 1 for b in buckets
     )
     assert len(buckets) > 1
+
+
+def test_the_hooks_of_section_3_use_two_buckets_so_the_first_overlaps_backward():
+    model = collectives.make_model(hidden=collectives.HIDDEN)
+    buckets = collectives.BucketedAllReduce(model, bucket_bytes=55_000).buckets  # as hand_made_vs_ddp
+    assert len(buckets) == 2 and buckets[0][0] is list(model.parameters())[-1]  # the last layer's first
+
+
+def test_distributed_sampler_pads_or_drops_when_the_size_does_not_divide():
+    # notebook 11 section 5: 10 samples on 4 ranks are not "every sample once"
+    def shards(**options):
+        return [
+            list(DistributedSampler(range(10), num_replicas=4, rank=r, shuffle=False, **options))
+            for r in range(4)
+        ]
+
+    assert shards() == [[0, 4, 8], [1, 5, 9], [2, 6, 0], [3, 7, 1]]  # 0 and 1 twice
+    assert shards(drop_last=True) == [[0, 4], [1, 5], [2, 6], [3, 7]]  # 8 and 9 never
+    assert sorted(sum(shards(), [])) != list(range(10))
 
 
 def test_who_reads_says_main_process_outside_workers():

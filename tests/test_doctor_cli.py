@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
 
 import pytest
 
-from helpers.doctor import CHECKS, DoctorError, Finding, check, format_findings, inspect
+from helpers.doctor import CHECKS, DoctorError, Finding, check, findings, format_findings, inspect
 from helpers.processes import kill_tree, run_python_script
-from tests.doctor_support import doctor_cli, linux_only
+from tests.doctor_support import check_in_fresh_interpreter, doctor_cli, linux_only
 
 # --- The findings and check() ---------------------------------------------------------------------
 
@@ -68,6 +69,51 @@ def test_importing_the_doctor_loads_only_the_standard_library_and_helpers():
     )  # multiprocessing registers __main__ again as __mp_main__; Python 3.15's traceback loads
     # _missing_stdlib_info (its ModuleNotFoundError hints), a standard module sys.stdlib_module_names omits
     assert run_python_script(probe, timeout=60).stdout.strip() == "[]"  # torch and psutil: only when checking
+
+
+def test_without_torch_the_command_line_prints_a_fail_line_not_a_traceback():
+    # an interpreter where torch cannot be imported (sys.modules["torch"] = None makes `import torch`
+    # raise ModuleNotFoundError), running python -m helpers.doctor as a shell would
+    run_doctor = "import runpy, sys\nsys.modules['torch'] = None\nrunpy.run_module('helpers.doctor', run_name='__main__')\n"
+    for extra in ([], ["--json"]):
+        done = subprocess.run(
+            [sys.executable, "-c", run_doctor, *extra],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+        assert sys.executable in done.stdout and "pip install torch" in done.stdout, done.stdout
+    assert re.search(
+        r"^fail\s+python and torch\s+torch is not importable",
+        run_python_script(
+            "import sys\nsys.modules['torch'] = None\nfrom helpers.doctor import check, format_findings\n"
+            "print(format_findings(check()))\n",
+            timeout=60,
+        ).stdout,
+        re.MULTILINE,
+    )
+
+
+def test_the_kubernetes_fix_says_the_pages_count_against_the_memory_limit():
+    fix = findings.finding("shared memory", "warn", "").fix
+    assert "emptyDir" in fix and "memory limit" in fix and "OOM" in fix
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2, reason="needs 2 usable CPUs"
+)
+@pytest.mark.parametrize("binding", [{"OMP_PROC_BIND": "true"}, {"GOMP_CPU_AFFINITY": "0"}])
+def test_an_openmp_binding_is_named_as_the_cause_not_the_quota(binding):
+    # importing torch under these variables binds the process (and every child) to fewer CPUs: measured
+    # before and after the import in a fresh interpreter; the old finding blamed the cores torch sees
+    finding = check_in_fresh_interpreter("", 'check(only=["CPU threads"])', env=binding)["CPU threads"]
+    (name,) = binding
+    assert finding["status"] == "warn" and f"{name}=" in finding["measured"], finding
+    assert "importing torch binds a process to 1 of" in finding["measured"], finding
+    assert "every child" in finding["measured"] and "quota" not in finding["why"], finding
+    assert name in finding["fix"] and "set_num_threads" not in finding["fix"], finding
 
 
 def test_a_finding_refuses_an_unknown_status():

@@ -117,6 +117,41 @@ def test_the_detail_message(monkeypatch):
     assert _matches(detail, _entry("monitoredBarrier").message.replace("4000", "2000")), detail
 
 
+def test_a_start_method_set_twice():
+    twice = 'import multiprocessing as mp\nmp.set_start_method("spawn")\nmp.set_start_method("spawn")\n'
+    printed = run_python_script(twice, timeout=60).stderr.strip().splitlines()[-1]
+    assert _matches(printed, _entry("context has already been set").message), printed
+
+
+def _join_through(rank: int, port: int, world_rank: int, seconds: float) -> None:
+    """Join a 2-rank gloo group as ``world_rank`` through the TCPStore on 127.0.0.1:``port``."""
+    store = dist.TCPStore("127.0.0.1", port, 3, False, timeout=timedelta(seconds=30))
+    dist.init_process_group(
+        "gloo", store=store, rank=world_rank, world_size=2, timeout=timedelta(seconds=seconds)
+    )
+    dist.destroy_process_group()
+
+
+@needs_fork
+def test_gloo_cannot_reach_the_address_a_rank_announced():
+    # Rank 1 announces its address in the store and dies; rank 0 then finds nothing listening there,
+    # as when a rank announces an address the others cannot reach (loopback, the wrong interface).
+    store = dist.TCPStore("127.0.0.1", 0, 3, True, timeout=timedelta(seconds=30), wait_for_workers=False)
+    one = mp.get_context("fork").Process(target=_join_through, args=(0, store.port, 1, 60))
+    one.start()
+    try:
+        deadline = time.monotonic() + 60
+        while store.num_keys() < 2 and time.monotonic() < deadline:  # its address is in the store
+            time.sleep(0.05)
+        time.sleep(0.5)
+    finally:
+        one.kill()
+        one.join(timeout=10)
+    raised = _raised(_join_through, args=(store.port, 0, 5))
+    assert _matches(raised, _entry("connectFullMesh").message), raised
+    assert "Connection refused" in raised or "Connect timeout" in raised, raised  # which: timing
+
+
 def test_the_port_clash():
     with socket.create_server(("127.0.0.1", 0)) as held:
         port = held.getsockname()[1]

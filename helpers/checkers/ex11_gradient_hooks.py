@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
 from types import ModuleType
 
@@ -63,6 +64,15 @@ def _close(a: list, b: list, factor: float = 1.0) -> bool:
     return all((p - factor * q).abs().max().item() < 1e-6 for p, q in zip(a, b, strict=True))
 
 
+def _late_binding(run: dict) -> bool:
+    """Some gradients are DDP's mean and the others this rank's own: every hook reduced one parameter
+    (a closure over the loop variable reads its last value when the hooks run)."""
+    hooks, ddp, alone = run["hooks"]["grads"], run["DDP"]["grads"], run["alone"]["grads"]
+    mean = [_close([h], [d]) for h, d in zip(hooks, ddp, strict=True)]
+    own = [_close([h], [a]) and not m for h, a, m in zip(hooks, alone, mean, strict=True)]
+    return any(mean) and any(own)
+
+
 MISTAKES = (
     (lambda run: _close(run["hooks"]["grads"], run["DDP"]["grads"], WORLD), "each gradient is the SUM over "
      "the ranks: divide it by the world size (dist.get_world_size()) after the all-reduce"),
@@ -70,8 +80,20 @@ MISTAKES = (
      "gradient (divided): all-reduce it first, dist.all_reduce(param.grad), so that every rank has the sum"),
     (lambda run: _close(run["hooks"]["grads"], run["alone"]["grads"]), "the gradients were not averaged: "
      "register the hook on every parameter with param.register_post_accumulate_grad_hook(hook)"),
+    (_late_binding, "some gradients are averaged and the others stay this rank's own: every hook "
+     "reduced the same parameter. Use the parameter the hook receives, def hook(param): ..., not the "
+     "loop variable (a closure reads it when the hook runs: its last value)"),
 )  # fmt: skip
 """(a test of one rank's runs, the mistake it reveals): how the hooks' first gradients relate to DDP's."""
+
+
+def _never_waited(mod: ModuleType) -> bool:
+    """The learner's module starts an asynchronous collective and never calls ``wait()``."""
+    try:
+        source = inspect.getsource(mod)
+    except (OSError, TypeError):
+        return False
+    return "async_op=True" in source.replace(" ", "") and ".wait(" not in source
 
 
 def check_ex11(
@@ -101,6 +123,9 @@ def check_ex11(
             raise Incorrect(f"a rank failed: {str(failed).strip().splitlines()[-1]}") from None
         for rank, run in enumerate(runs):
             if not _close(run["hooks"]["grads"], run["DDP"]["grads"]):
+                if _never_waited(mod):
+                    raise Incorrect("the all-reduce is asynchronous (async_op=True) and nothing waits for it: "
+                                    "call wait() on the Work it returns before dividing (or drop async_op)")  # fmt: skip
                 for test, mistake in MISTAKES:
                     if test(run):
                         raise Incorrect(mistake)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Callable, Sequence
 
-from helpers.doctor.findings import CHECKS, DEFAULT_SHM_NEED, DoctorError, Finding
+from helpers.doctor.findings import CHECKS, DEFAULT_SHM_NEED, DoctorError, Finding, torch_missing
 from helpers.doctor.inspector import process_checks_for
 from helpers.doctor.machine_checks import machine_checks_for
 from helpers.doctor.platform_checks import platform_checks_for
@@ -54,12 +54,17 @@ def check(
       ``init_process_group`` call is read too).
     - ``only``: names from :data:`CHECKS` to run (default: all that apply).
 
-    Raises :class:`DoctorError` for a malformed or unimportable target. Notebook 00 (your
+    Where this interpreter cannot import torch, the one finding is a ``fail`` of ``python and torch``
+    that names the interpreter. Raises :class:`DoctorError` for a malformed or unimportable target. Notebook 00 (your
     environment) prints it; notebook 10 checks a bad target and a busy port with it.
 
     >>> [f.name for f in check(only=["open files", "master port"], master_port=0)]
     ['open files', 'master port']
     """
+    try:
+        import torch  # noqa: F401  (most checks need it: without it, one line that says why, no traceback)
+    except ImportError as error:
+        return [torch_missing(error)]
     if pid is not None:
         import psutil
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import platform
+import sys
 
 from helpers.environment import TESTED_PYTHONS, TESTED_TORCH
 
 # Finding, DoctorError and CHECKS are public through helpers.doctor, which re-exports them; finding is
 # what the doctor's check modules share.
-__all__ = ["finding"]
+__all__ = ["finding", "torch_missing"]
 
 STATUSES = ("ok", "warn", "fail", "n/a")
 TORCHRUN_DEFAULT_PORT = 29500  # torchrun's --master-port default (static rendezvous)
@@ -50,6 +52,19 @@ class Finding:
         if self.status not in STATUSES:
             raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}")
 
+
+BINDING_VARIABLES = ("OMP_PROC_BIND", "OMP_PLACES", "GOMP_CPU_AFFINITY")
+"""OpenMP settings under which importing torch (its OpenMP runtime, libgomp) binds the process to CPUs."""
+CPU_BINDING_WHY = (
+    "With OMP_PROC_BIND, OMP_PLACES or GOMP_CPU_AFFINITY set, importing torch (its OpenMP runtime) "
+    "binds the process to fewer CPUs (often one), and every process it starts inherits that binding: "
+    "DataLoader workers and ranks all share those CPUs, whatever the machine or its container allows."
+)
+CPU_BINDING_FIX = (
+    "Unset OMP_PROC_BIND, OMP_PLACES and GOMP_CPU_AFFINITY for a multiprocess job (or give each "
+    "process its own CPUs: taskset, numactl, a launcher that pins ranks); then size the threads per "
+    "worker to the usable CPUs."
+)
 
 # --- What each check is about: why it matters, the fix, where it is taught, what it prevents -------
 
@@ -121,7 +136,9 @@ _ABOUT = {
         "is full the DataLoader raises 'unable to allocate shared memory(shm) ... No space left on "
         "device (28)' (torch 2.13 to 2.15; older releases: the worker died with 'Bus error').",
         "docker run --shm-size=2g (or --ipc=host); Kubernetes: an emptyDir with medium: Memory "
-        "on /dev/shm; or fewer workers / smaller prefetch.",
+        "on /dev/shm, whose pages count against the container's memory limit: raise "
+        "resources.limits.memory by as much, or the Bus error becomes an OOM kill; or fewer workers "
+        "/ smaller prefetch.",
         "[02 · share_memory_() moves the storage](../notebooks/02_shared_tensors.ipynb#share-memory-moves-the-storage); "
         "[08 · A full /dev/shm](../notebooks/08_debugging_and_pitfalls.ipynb#a-full-dev-shm)",
         "pytorch#5040, pytorch#16979; moby/moby#29492 (Docker's 64 MB default)",
@@ -293,3 +310,26 @@ def finding(name: str, status: str, measured: str) -> Finding:
     ('ok', True)
     """
     return Finding(name, status, measured, *_ABOUT[name])
+
+
+def torch_missing(error: ImportError) -> Finding:
+    """The one finding where this interpreter cannot import torch: which interpreter, and what to do
+    (most checks need torch; the doctor reports this instead of a traceback).
+
+    >>> torch_missing(ModuleNotFoundError("No module named 'torch'")).status
+    'fail'
+    """
+    measured = (
+        f"torch is not importable by {sys.executable} (Python {platform.python_version()}): "
+        f"{type(error).__name__}: {error}"
+    )
+    fix = (
+        "Run the doctor with the Python of the environment that has torch (e.g. .venv/bin/python -m "
+        f"helpers.doctor; 'which python' shows the one your shell runs), or install torch into this one: "
+        f"{sys.executable} -m pip install torch"
+    )
+    why = (
+        "The series and most of the doctor's checks run torch; this Python cannot import it, often "
+        "because it is not the environment's (a shell's python, another virtual environment's)."
+    )
+    return dataclasses.replace(finding("python and torch", "fail", measured), why=why, fix=fix)

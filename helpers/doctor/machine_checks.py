@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import multiprocessing as mp
 import os
 import platform
 import re
 import socket
+import subprocess
 import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
 
 from helpers.doctor.findings import (
+    BINDING_VARIABLES,
+    CPU_BINDING_FIX,
+    CPU_BINDING_WHY,
     DEFAULT_WORKER_MEM,
     DOCKER_DEFAULT_SHM,
     TORCHRUN_DEFAULT_PORT,
@@ -119,8 +124,31 @@ def _check_start_method() -> Finding:
     return finding("default start method", "ok", measured)
 
 
+def _affinity_around_import(timeout: float = 60.0) -> tuple[int, int] | None:
+    """CPUs a fresh interpreter with this environment may use before and after ``import torch``, or
+    None where that cannot be read. The interpreter first widens its affinity to every CPU (the kernel
+    keeps only those its cpuset allows): it inherits this process's, which torch may already have bound."""
+    if not hasattr(os, "sched_getaffinity"):
+        return None
+    code = (
+        "import os\n"
+        "try:\n    os.sched_setaffinity(0, range(os.cpu_count() or 1))\nexcept OSError:\n    pass\n"
+        "before = len(os.sched_getaffinity(0))\nimport torch\n"
+        "print(before, len(os.sched_getaffinity(0)))\n"
+    )
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, check=False
+        )
+        before, after = (int(n) for n in done.stdout.split())
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return None
+    return before, after
+
+
 def _check_cpu_threads(processes: int, outside: bool = False) -> Finding:
-    """torch's thread count here (from outside a process: what a new one gets) against usable CPUs."""
+    """torch's thread count here (from outside a process: what a new one gets) against usable CPUs;
+    with an OpenMP binding variable set, whether importing torch binds a process to fewer CPUs."""
     import torch
 
     threads = torch.get_num_threads()
@@ -135,6 +163,16 @@ def _check_cpu_threads(processes: int, outside: bool = False) -> Finding:
         f"OMP_NUM_THREADS={omp or 'unset'}"
     )
     over = processes * threads > usable or (omp is not None and omp.isdigit() and int(omp) > usable)
+    binding = {name: os.environ[name] for name in BINDING_VARIABLES if os.environ.get(name, "").strip()}
+    around = _affinity_around_import() if binding else None
+    if around and around[1] < around[0]:
+        settings = ", ".join(f"{name}={value}" for name, value in binding.items())
+        measured += (
+            f"; importing torch binds a process to {around[1]} of {around[0]} CPU(s) ({settings}),"
+            " and every child inherits it"
+        )
+        bound = finding("CPU threads", "warn", measured)
+        return dataclasses.replace(bound, why=CPU_BINDING_WHY, fix=CPU_BINDING_FIX)
     return finding("CPU threads", "warn" if over else "ok", measured)
 
 
