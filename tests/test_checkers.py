@@ -62,6 +62,7 @@ WRONG_ANSWERS = [
     ("ex12", "ex12_whole_model", "not the whole model"),
     ("ex12", "ex12_no_all_gather", "moved only in its own slice"),
     ("ex13", "ex13_opens_in_init", "opened its file in __init__"),
+    ("ex13", "ex13_none_check", "Compare os.getpid() with the pid that opened it, not the handle with None"),
     ("ex14", "ex14_no_level", "the root logger's level is WARNING in a spawn child"),
     ("ex14", "ex14_adds_handler", "inherits the parent's handlers"),
 ]
