@@ -514,17 +514,25 @@ def test_remove_ipc_warns_for_a_user_who_does_not_linger_and_passes_otherwise(tm
     """A fake root: logind's settings and the end of a login session cannot be made on a test machine
     (systemd is not even the init in CI's container); the files are laid out as logind reads them."""
     root = _logind_root(tmp_path)
-    warned = platform_checks._check_remove_ipc(str(root), uid=1001, user="alice")
+    named = {"strategy": "file_system", "method": "fork"}  # file_system storages keep their /dev/shm names
+    warned = platform_checks._check_remove_ipc(str(root), uid=1001, user="alice", **named)
     assert warned.status == "warn" and "RemoveIPC=yes (the default in" in warned.measured, warned
     assert "lingering no" in warned.measured and "enable-linger" in warned.fix
+    semaphores = platform_checks._check_remove_ipc(str(root), uid=1001, user="alice", method="spawn")
+    assert semaphores.status == "warn" and "start method spawn" in semaphores.measured, semaphores
+    # torch's Linux default unlinks at once: noted, not warned
+    unnamed = platform_checks._check_remove_ipc(
+        str(root), uid=1001, user="alice", strategy="file_descriptor", method="fork"
+    )
+    assert unnamed.status == "ok" and "nothing named at risk" in unnamed.measured, unnamed
     assert (
-        platform_checks._check_remove_ipc(str(root), uid=999, user="daemon").status == "ok"
+        platform_checks._check_remove_ipc(str(root), uid=999, user="daemon", **named).status == "ok"
     )  # a system user
     (root / "var/lib/systemd/linger").mkdir(parents=True)
     (root / "var/lib/systemd/linger/alice").touch()
-    assert platform_checks._check_remove_ipc(str(root), uid=1001, user="alice").status == "ok"
+    assert platform_checks._check_remove_ipc(str(root), uid=1001, user="alice", **named).status == "ok"
     (root / "etc/systemd/logind.conf.d/50-ipc.conf").write_text("[Login]\nRemoveIPC=no\n")
-    kept = platform_checks._check_remove_ipc(str(root), uid=1002, user="bob")
+    kept = platform_checks._check_remove_ipc(str(root), uid=1002, user="bob", **named)
     assert kept.status == "ok" and "RemoveIPC=no" in kept.measured and "50-ipc.conf" in kept.measured
     assert platform_checks._check_remove_ipc(str(tmp_path / "no-systemd"), uid=1001).status == "ok"
 
