@@ -161,6 +161,33 @@ def test_use_libuv_0_reaches_neither_torchruns_stores_nor_tcpstore(monkeypatch):
     assert "ignore `USE_LIBUV`" in meaning and "mp.spawn" in meaning, meaning
 
 
+_NCCL_WITHOUT_A_GPU = """
+from datetime import timedelta
+import torch, torch.distributed as dist
+from helpers.ddp import free_port
+backend = "nccl" if dist.is_nccl_available() else "gloo"  # the build, not the machine
+try:  # torch 2.15.0 refuses in init_process_group, before any collective
+    dist.init_process_group(backend, f"tcp://127.0.0.1:{free_port()}", rank=0, world_size=1, timeout=timedelta(seconds=30))
+    dist.all_reduce(torch.ones(1))
+except RuntimeError as error:
+    print("RuntimeError:", str(error).splitlines()[0])
+finally:
+    if dist.is_initialized():
+        dist.destroy_process_group()
+"""
+
+
+@pytest.mark.skipif(
+    not torch.distributed.is_nccl_available() or torch.cuda.is_available(), reason="a build with NCCL, no GPU"
+)
+def test_the_backend_idiom_by_the_build_fails_without_a_gpu():
+    """M3: why section 2 picks the backend with torch.cuda.is_available(), not dist.is_nccl_available()."""
+    from helpers.processes import run_python_script
+
+    printed = run_python_script(_NCCL_WITHOUT_A_GPU, timeout=120).stdout
+    assert "nccl2 requires at least one CUDA device" in printed, printed
+
+
 # ---- the workers ---------------------------------------------------------------------------------
 
 
