@@ -518,16 +518,11 @@ def test_remove_ipc_warns_for_a_user_who_does_not_linger_and_passes_otherwise(tm
     warned = platform_checks._check_remove_ipc(str(root), uid=1001, user="alice", **named)
     assert warned.status == "warn" and "RemoveIPC=yes (the default in" in warned.measured, warned
     assert "lingering no" in warned.measured and "enable-linger" in warned.fix
-    semaphores = platform_checks._check_remove_ipc(str(root), uid=1001, user="alice", method="spawn")
-    assert semaphores.status == "warn" and "start method spawn" in semaphores.measured, semaphores
-    # torch's Linux default unlinks at once: noted, not warned
-    unnamed = platform_checks._check_remove_ipc(
-        str(root), uid=1001, user="alice", strategy="file_descriptor", method="fork"
-    )
-    assert unnamed.status == "ok" and "nothing named at risk" in unnamed.measured, unnamed
-    assert (
-        platform_checks._check_remove_ipc(str(root), uid=999, user="daemon", **named).status == "ok"
-    )  # a system user
+    sems = platform_checks._check_remove_ipc(str(root), uid=1001, user="alice", method="spawn")  # sem.mp-*
+    assert sems.status == "warn" and "start method spawn" in sems.measured, sems
+    fd = platform_checks._check_remove_ipc(str(root), 1001, "alice", "file_descriptor", "fork")  # unlinked
+    assert fd.status == "ok" and "nothing named at risk" in fd.measured, fd  # torch's Linux default: a note
+    assert platform_checks._check_remove_ipc(str(root), 999, "daemon", **named).status == "ok"  # system user
     (root / "var/lib/systemd/linger").mkdir(parents=True)
     (root / "var/lib/systemd/linger/alice").touch()
     assert platform_checks._check_remove_ipc(str(root), uid=1001, user="alice", **named).status == "ok"
