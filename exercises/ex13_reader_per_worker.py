@@ -5,7 +5,8 @@ offset ``8 * i``, ASCII digits of a number; ``records[i]`` returns that number a
 ``DataLoader(Records(path, count), num_workers=2)`` with fork workers must return every record
 right. A file opened in ``__init__`` is inherited by every forked worker, which then share its
 offset ([13 · A file opened in __init__](../notebooks/13_field_guide_workers_and_machine.ipynb#a-file-opened-in-init-and-shared-by-fork-workers)):
-open the file lazily, once in each process that reads.
+open the file lazily, once in each process that reads. The check also reads a record in the main
+process before the loader starts (as ``print(dataset[0])`` does): the workers must still open their own.
 
 Check with::
 

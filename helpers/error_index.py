@@ -43,6 +43,8 @@ CASES: dict[str, str] = {
     "../notebooks/13_field_guide_workers_and_machine.ipynb#weights-from-a-trainer-to-actors)",
     "map_count": "one mapping per shared storage: [13 · The map count]("
     "../notebooks/13_field_guide_workers_and_machine.ipynb#unable-to-mmap-cannot-allocate-memory-12-the-map-count)",
+    "handle_in_init": "a file opened in a Dataset's __init__: [13 · A file opened in __init__]("
+    "../notebooks/13_field_guide_workers_and_machine.ipynb#a-file-opened-in-init-and-shared-by-fork-workers)",
     "daemonic_worker": "a process started in a DataLoader worker: [13 · Daemonic]("
     "../notebooks/13_field_guide_workers_and_machine.ipynb#daemonic-processes-are-not-allowed-to-have-children)",
     "cuda_ipc_container": "CUDA IPC in a container: [13 · Appendix B]("
@@ -288,16 +290,19 @@ ERROR_INDEX: tuple[IndexEntry, ...] = (
         "other_platform",
         "13_field_guide_workers_and_machine.ipynb",
         "windows-and-macos-what-this-torch-has",
-        "a TCPStore (torchrun's too) asks for libuv, the default since torch 2.4, on a Windows build without it:"
-        " `USE_LIBUV=0` (older torch: `was build without libuv support`)",
+        "torchrun's stores or a `TCPStore(...)` ask for libuv, the default since torch 2.4, on a Windows build"
+        " without it; in torch 2.15.0 they ignore `USE_LIBUV` (only `init_process_group`'s `tcp://` and `env://`"
+        " read it, default 0 on Windows), so torchrun cannot start there (pytorch PR #196855, open): `mp.spawn`"
+        ' and `init_process_group("gloo", "tcp://...")`, or WSL (older torch: `was build without libuv support`)',
     ),
     IndexEntry(
         "RuntimeError: _share_filename_: only available on CPU",
         "other_platform",
         "13_field_guide_workers_and_machine.ipynb",
         "windows-and-macos-what-this-torch-has",
-        "a non-CPU tensor (MPS on macOS) through a queue or out of a DataLoader worker: sharing by file name"
-        " is for CPU storages; return CPU tensors, move batches in the loop",
+        "a non-CPU tensor (MPS on macOS) pickled for another process, most often into a spawn worker as it"
+        " starts (a Dataset or an argument holding MPS tensors): sharing by file name is for CPU storages;"
+        " keep tensors on the CPU until the worker, move batches to the device in the loop",
     ),
     IndexEntry(
         "Attempted to send CUDA tensor received from another process; this is not currently supported. "
@@ -317,12 +322,22 @@ ERROR_INDEX: tuple[IndexEntry, ...] = (
         " larger storages, or raise the sysctl",
     ),
     IndexEntry(
+        "TypeError: cannot pickle '_io.FileIO' object",
+        "handle_in_init",
+        "13_field_guide_workers_and_machine.ipynb",
+        "a-file-opened-in-init-and-shared-by-fork-workers",
+        "a Dataset holding an open file sent to a spawn or forkserver worker (macOS, Windows, Python 3.14+"
+        " on Linux; torch adds `UserWarning: Got pickle error when attempting to start a worker Process`):"
+        " keep the path, open the file in each worker on its first read",
+    ),
+    IndexEntry(
         "AssertionError: daemonic processes are not allowed to have children",
         "daemonic_worker",
         "13_field_guide_workers_and_machine.ipynb",
         "daemonic-processes-are-not-allowed-to-have-children",
-        "a DataLoader worker (a daemon) starts a process: a pool, a library's workers, a compile; do it in"
-        " the main process",
+        "a DataLoader worker (a daemon) starts a process, a pool or a library's workers in `__getitem__`: raise"
+        " `num_workers`, use threads in the worker (`concurrent.futures.ThreadPoolExecutor`), or do the work"
+        " outside the Dataset (torch 2.15.0's `torch.compile` does not raise it by default)",
     ),
     IndexEntry(
         "RuntimeError: Inductor async compile process pools are disabled in daemonic multiprocessing processes.",
@@ -338,8 +353,17 @@ ERROR_INDEX: tuple[IndexEntry, ...] = (
         "cuda_ipc_container",
         "13_field_guide_workers_and_machine.ipynb",
         "appendix-b-cuda-between-processes-on-a-gpu",
-        "CUDA IPC with `expandable_segments` where `pidfd_getfd` is missing or denied (old kernel, a"
-        " container without ptrace): `expandable_segments:False`, or allow ptrace",
+        "CUDA IPC with `expandable_segments` on a kernel without the `pidfd_getfd` syscall (ENOSYS: Linux"
+        " before 5.6): `expandable_segments:False`, or a newer kernel",
+    ),
+    IndexEntry(
+        "RuntimeError: pidfd_getfd: Operation not permitted",
+        "cuda_ipc_container",
+        "13_field_guide_workers_and_machine.ipynb",
+        "appendix-b-cuda-between-processes-on-a-gpu",
+        "CUDA IPC with `expandable_segments`: the receiver may not take the sender's file descriptors (EPERM:"
+        " Yama `ptrace_scope`, a container's seccomp profile without `CAP_SYS_PTRACE`): `--cap-add SYS_PTRACE`,"
+        " `ptrace_scope` 0, or `expandable_segments:False`",
     ),
     IndexEntry(
         "UserWarning: pin_memory_device is deprecated, the current accelerator will be used as the device",

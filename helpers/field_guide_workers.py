@@ -17,6 +17,7 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import mmap
 import os
@@ -35,6 +36,7 @@ __all__ = [
     "platform_facts",
     "torch_text",
     "follow_weights",
+    "count_torn_copies",
     "SentOnce",
     "maps_of_this_process",
     "shared_storages_until_full",
@@ -42,6 +44,7 @@ __all__ = [
     "RecordsOpenedInInit",
     "RecordsOpenedPerWorker",
     "StartsAProcess",
+    "ThreadsInWorker",
 ]
 
 
@@ -126,6 +129,32 @@ def follow_weights(
             local = weights.clone()
             last = int(version)
         seen.put((actor, last, bool((local == last).all())))
+
+
+def count_torn_copies(
+    weights: torch.Tensor, lock: AbstractContextManager | None, seconds: float, results: SimpleQueue
+) -> None:
+    """An actor that copies the shared ``weights`` for ``seconds`` (under ``lock``, or with none) while a
+    trainer fills them in place, and reports ``(copies, torn)``: a torn copy holds two versions at once.
+    [13 · Appendix F](../notebooks/13_field_guide_workers_and_machine.ipynb#appendix-f-a-torn-copy-live).
+
+    >>> import queue, torch
+    >>> results = queue.SimpleQueue()
+    >>> count_torn_copies(torch.ones(4), None, 0.05, results)
+    >>> results.get(timeout=5)[1]
+    0
+    """
+    import torch
+
+    torch.set_num_threads(1)
+    copies = torn = 0
+    stop = time.monotonic() + seconds
+    while time.monotonic() < stop:
+        with lock or contextlib.nullcontext():  # the lock the trainer writes under, or none
+            local = weights.clone()
+        copies += 1
+        torn += bool(local.min() != local.max())  # the trainer fills with one value per step
+    results.put((copies, torn))
 
 
 class SentOnce:
@@ -257,7 +286,7 @@ class RecordsOpenedPerWorker:
 
 
 class StartsAProcess:
-    """A Dataset whose ``__getitem__`` starts a process, as a compile or a library's pool does
+    """A Dataset whose ``__getitem__`` starts a process, as a pool or a library's workers do
     inside a DataLoader worker (a daemonic process).
     [13 · Compiling in workers](../notebooks/13_field_guide_workers_and_machine.ipynb#daemonic-processes-are-not-allowed-to-have-children).
     """
@@ -272,3 +301,19 @@ class StartsAProcess:
         child.start()  # in a daemonic worker: AssertionError before anything starts
         child.join(timeout=10)
         return child.exitcode
+
+
+class ThreadsInWorker:
+    """The fix for :class:`StartsAProcess`: the work of ``__getitem__`` in threads of the worker (a daemon
+    may start threads), here the squares of four numbers. No ``__len__``: give the DataLoader a sampler.
+    [13 · Daemonic](../notebooks/13_field_guide_workers_and_machine.ipynb#daemonic-processes-are-not-allowed-to-have-children).
+
+    >>> ThreadsInWorker()[0]
+    14
+    """
+
+    def __getitem__(self, i: int) -> int:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=2) as pool:  # threads, not processes: allowed in a daemon
+            return sum(pool.map(lambda x: x * x, range(4)))

@@ -20,7 +20,7 @@ def actor(rank, weights, version, lock, seen, rounds):
 
 if __name__ == "__main__":
     ctx = mp.get_context(sys.argv[1] if len(sys.argv) > 1 else "spawn")
-    weights = torch.zeros(100_000).share_memory_()  # on a GPU: a CUDA tensor, sent once via a torch Queue
+    weights = torch.zeros(100_000).share_memory_()  # GPU: a CUDA tensor, passed as here (spawn: CUDA IPC)
     version, lock, seen = torch.zeros((), dtype=torch.int64).share_memory_(), ctx.Lock(), ctx.Queue()
     actors = [ctx.Process(target=actor, args=(r, weights, version, lock, seen, 3)) for r in range(2)]
     for a in actors:

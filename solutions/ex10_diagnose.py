@@ -22,6 +22,7 @@ SIGNS = [
     ("only available on CPU", "other_platform"),
     ("CUDA tensor received from another process", "cuda_resent"),
     ("unable to mmap", "map_count"),
+    ("cannot pickle '_io.", "handle_in_init"),
     ("daemonic", "daemonic_worker"),
     ("pidfd_getfd", "cuda_ipc_container"),
     ("pin_memory_device is deprecated", "dataloader_option"),

@@ -67,6 +67,7 @@ WRONG_ANSWERS = [
     ("ex12", "ex12_set_without_no_grad", "with torch.no_grad():"),
     ("ex12", "ex12_copy_of_slice", "shard must be a view of flat, not a copy"),
     ("ex13", "ex13_opens_in_init", "opened its file in __init__"),
+    ("ex13", "ex13_none_check", "Compare os.getpid() with the pid that opened it, not the handle with None"),
     ("ex14", "ex14_no_level", "a spawn child starts at WARNING"),
     ("ex14", "ex14_basicconfig_noop", "unless it is given force=True"),
     ("ex14", "ex14_formatted", "already formatted"),

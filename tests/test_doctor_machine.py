@@ -514,17 +514,20 @@ def test_remove_ipc_warns_for_a_user_who_does_not_linger_and_passes_otherwise(tm
     """A fake root: logind's settings and the end of a login session cannot be made on a test machine
     (systemd is not even the init in CI's container); the files are laid out as logind reads them."""
     root = _logind_root(tmp_path)
-    warned = platform_checks._check_remove_ipc(str(root), uid=1001, user="alice")
+    named = {"strategy": "file_system", "method": "fork"}  # file_system storages keep their /dev/shm names
+    warned = platform_checks._check_remove_ipc(str(root), uid=1001, user="alice", **named)
     assert warned.status == "warn" and "RemoveIPC=yes (the default in" in warned.measured, warned
     assert "lingering no" in warned.measured and "enable-linger" in warned.fix
-    assert (
-        platform_checks._check_remove_ipc(str(root), uid=999, user="daemon").status == "ok"
-    )  # a system user
+    sems = platform_checks._check_remove_ipc(str(root), uid=1001, user="alice", method="spawn")  # sem.mp-*
+    assert sems.status == "warn" and "start method spawn" in sems.measured, sems
+    fd = platform_checks._check_remove_ipc(str(root), 1001, "alice", "file_descriptor", "fork")  # unlinked
+    assert fd.status == "ok" and "nothing named at risk" in fd.measured, fd  # torch's Linux default: a note
+    assert platform_checks._check_remove_ipc(str(root), 999, "daemon", **named).status == "ok"  # system user
     (root / "var/lib/systemd/linger").mkdir(parents=True)
     (root / "var/lib/systemd/linger/alice").touch()
-    assert platform_checks._check_remove_ipc(str(root), uid=1001, user="alice").status == "ok"
+    assert platform_checks._check_remove_ipc(str(root), uid=1001, user="alice", **named).status == "ok"
     (root / "etc/systemd/logind.conf.d/50-ipc.conf").write_text("[Login]\nRemoveIPC=no\n")
-    kept = platform_checks._check_remove_ipc(str(root), uid=1002, user="bob")
+    kept = platform_checks._check_remove_ipc(str(root), uid=1002, user="bob", **named)
     assert kept.status == "ok" and "RemoveIPC=no" in kept.measured and "50-ipc.conf" in kept.measured
     assert platform_checks._check_remove_ipc(str(tmp_path / "no-systemd"), uid=1001).status == "ok"
 

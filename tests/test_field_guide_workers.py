@@ -7,10 +7,13 @@ which). Numbers in the messages (pids, sizes, ports) may differ: ``matches`` ign
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import gc
 import multiprocessing
 import os
 import sys
+import time
 import warnings
 
 import pytest
@@ -29,7 +32,7 @@ NB13 = "13_field_guide_workers_and_machine.ipynb"
 
 def test_notebook_13_rows_name_its_cases():
     mine = [entry for entry in ERROR_INDEX if entry.notebook == NB13]
-    assert len(mine) == 9
+    assert len(mine) == 11
     assert {entry.case for entry in mine} <= set(CASES)
 
 
@@ -60,6 +63,33 @@ def test_daemonic_message_is_produced_by_a_dataloader_worker():
     del batches
     gc.collect()  # the re-raised error's traceback is a reference cycle that holds the iterator
     assert matches(printed, entry_for("daemonic processes").message), printed
+
+
+def test_threads_in_a_dataloader_worker_are_allowed():
+    method = "fork" if LINUX_FORK else "spawn"
+    loader = DataLoader(
+        fw.ThreadsInWorker(), None, sampler=[0], num_workers=1, multiprocessing_context=method, timeout=60
+    )
+    assert [int(x) for x in loader] == [14]
+
+
+def test_a_dataset_holding_an_open_file_does_not_reach_a_spawn_worker(tmp_path):
+    """What section 5's bug prints under spawn, forkserver (Python 3.14's default) and on macOS: the
+    Dataset is pickled before any child starts, so no worker is left behind."""
+    dataset = fw.RecordsOpenedInInit(str(fw.write_records(tmp_path / "records", 4)), 4)
+    printed, warned = "no error", []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            next(iter(DataLoader(dataset, None, num_workers=1, multiprocessing_context="spawn", timeout=60)))
+        except TypeError as error:
+            printed = f"TypeError: {error}"
+        warned = [str(w.message) for w in caught]
+    dataset.file.close()
+    assert matches(printed, entry_for("cannot pickle").message), printed
+    assert any(w.startswith("Got pickle error when attempting to start a worker Process") for w in warned), (
+        warned
+    )
 
 
 def test_starts_a_process_works_outside_a_daemon():
@@ -104,6 +134,60 @@ def test_messages_read_from_the_installed_torch(words, where):
     assert matches(" ".join(text.replace('"', " ").split()), " ".join(message.split()[:8])), text
 
 
+def test_the_pidfd_getfd_refusal_is_torchs_prefix_and_the_errors_text():
+    """ExpandableSegment::fromShared raises "pidfd_getfd: " + strerror(errno) for any error but ENOSYS."""
+    if not (fw.Path(torch.__file__).parent / "lib/libc10_cuda.so").exists():
+        pytest.skip("this torch build has no libc10_cuda.so")
+    printed = (
+        "RuntimeError: " + fw.torch_text("lib/libc10_cuda.so", "pidfd_getfd: ") + os.strerror(errno.EPERM)
+    )
+    assert matches(printed, entry_for("pidfd_getfd: Operation").message), printed
+
+
+def test_use_libuv_0_reaches_neither_torchruns_stores_nor_tcpstore(monkeypatch):
+    """H2: torch 2.15.0's torchrun stores pass no use_libuv and TCPStore's constructor ignores USE_LIBUV,
+    so the index must not offer USE_LIBUV=0 as torchrun's cure (pytorch PR #196855 would change this)."""
+    for where in (
+        "distributed/elastic/rendezvous/static_tcp_rendezvous.py",
+        "distributed/elastic/rendezvous/c10d_rendezvous_backend.py",
+        "distributed/elastic/rendezvous/dynamic_rendezvous.py",
+    ):
+        store = fw.torch_text(where, "TCPStore(", after=8)
+        assert "use_libuv" not in store.split(")")[0], (where, store)
+    default = fw.platform_facts()["store_uses_libuv"]
+    monkeypatch.setenv("USE_LIBUV", "0")
+    assert fw.platform_facts()["store_uses_libuv"] == default
+    meaning = entry_for("use_libuv was requested").meaning
+    assert "ignore `USE_LIBUV`" in meaning and "mp.spawn" in meaning, meaning
+
+
+_NCCL_WITHOUT_A_GPU = """
+from datetime import timedelta
+import torch, torch.distributed as dist
+from helpers.ddp import free_port
+backend = "nccl" if dist.is_nccl_available() else "gloo"  # the build, not the machine
+try:  # torch 2.15.0 refuses in init_process_group, before any collective
+    dist.init_process_group(backend, f"tcp://127.0.0.1:{free_port()}", rank=0, world_size=1, timeout=timedelta(seconds=30))
+    dist.all_reduce(torch.ones(1))
+except RuntimeError as error:
+    print("RuntimeError:", str(error).splitlines()[0])
+finally:
+    if dist.is_initialized():
+        dist.destroy_process_group()
+"""
+
+
+@pytest.mark.skipif(
+    not torch.distributed.is_nccl_available() or torch.cuda.is_available(), reason="a build with NCCL, no GPU"
+)
+def test_the_backend_idiom_by_the_build_fails_without_a_gpu():
+    """M3: why section 2 picks the backend with torch.cuda.is_available(), not dist.is_nccl_available()."""
+    from helpers.processes import run_python_script
+
+    printed = run_python_script(_NCCL_WITHOUT_A_GPU, timeout=120).stdout
+    assert "nccl2 requires at least one CUDA device" in printed, printed
+
+
 # ---- the workers ---------------------------------------------------------------------------------
 
 
@@ -117,6 +201,27 @@ def test_platform_facts_agree_with_torch():
 def test_torch_text_reads_the_sharing_strategies_by_platform():
     text = fw.torch_text("multiprocessing/__init__.py", 'sys.platform == "darwin"', after=2)
     assert '_all_sharing_strategies = {"file_system"}' in text
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"] if LINUX_FORK else ["spawn"])
+def test_copies_tear_without_the_lock_and_never_with_it(method):
+    ctx = mp.get_context(method)
+    weights = torch.zeros(1_000_000).share_memory_()
+    counts = {}
+    for lock in (None, ctx.Lock()):
+        results = ctx.Queue()
+        actor = ctx.Process(target=fw.count_torn_copies, args=(weights, lock, 1.0, results))
+        actor.start()
+        step, deadline = 0, time.monotonic() + 60
+        while results.empty() and time.monotonic() < deadline:
+            step += 1
+            with lock or contextlib.nullcontext():
+                weights.fill_(step)
+        counts[lock is not None] = results.get(timeout=60)
+        actor.join(timeout=60)
+        assert actor.exitcode == 0
+    assert counts[True][0] > 0 and counts[True][1] == 0, counts  # with the lock: copies, none torn
+    assert counts[False][0] > 0, counts  # without: torn copies are likely but not certain (no count asserted)
 
 
 @pytest.mark.parametrize("method", ["fork", "spawn"] if LINUX_FORK else ["spawn"])

@@ -215,46 +215,60 @@ _ABOUT = {
     "memory maps": (
         "Every shared CPU storage (file_descriptor and file_system strategies) is one memory map in "
         "each process that holds it, and a process may have at most vm.max_map_count maps (65530 by "
-        "default): past it, receiving one more tensor fails with 'unable to mmap ... Cannot allocate "
-        "memory (12)' although memory is free (a DataLoader or Queue carrying many small tensors).",
+        "the kernel's default; several distributions, e.g. Fedora 39+ and Ubuntu 24.04+, ship 1048576): "
+        "past it, receiving one more tensor fails with 'unable to mmap ... Cannot allocate memory (12)' "
+        "although memory is free (a DataLoader or Queue carrying many small tensors).",
         "Send fewer, larger tensors (stack a batch into one); or raise the limit: "
         "sysctl -w vm.max_map_count=262144 (a file in /etc/sysctl.d/ keeps it).",
         "[13 · The map count](../notebooks/13_field_guide_workers_and_machine.ipynb#unable-to-mmap-cannot-allocate-memory-12-the-map-count)",
         "pytorch#60626, pytorch#87861; kernel docs sysctl/vm.txt (max_map_count)",
     ),
     "logind RemoveIPC": (
-        "With systemd-logind's RemoveIPC=yes (its default) a user's /dev/shm files and semaphores are "
-        "deleted when that user's last login session ends: a job started over ssh loses its shared "
-        "tensors ('unable to open shared memory object', a missing /dev/shm/torch_* file) when the ssh "
-        "session closes, unless the user lingers. Root and system users are exempt.",
+        "With systemd-logind's RemoveIPC=yes (systemd's default; some distributions ship no) a user's "
+        "named IPC objects are deleted when that user's last login session ends. At risk are the "
+        "objects that keep a name while in use: shared storages under the file_system strategy "
+        "(/dev/shm/torch_*) and the semaphores of spawn and forkserver contexts (/dev/shm/sem.mp-*); a "
+        "job started over ssh then fails to open them ('unable to open shared memory object', a Lock "
+        "that is gone) once the ssh session closes, unless the user lingers. torch's Linux default "
+        "(file_descriptor, fork) unlinks its files at once. Root and system users are exempt.",
         "loginctl enable-linger $USER (keeps the user's manager, and its IPC, without a session); or "
         "RemoveIPC=no in /etc/systemd/logind.conf.d/*.conf; or launch through the scheduler, not ssh.",
         "[13 · Appendix D: RemoveIPC and containers](../notebooks/13_field_guide_workers_and_machine.ipynb#appendix-d-removeipc-and-containers)",
-        "systemd/systemd#2039, #4532; man logind.conf (RemoveIPC)",
+        "systemd/systemd#2039, #4532; man logind.conf (RemoveIPC); PostgreSQL docs 'systemd RemoveIPC'",
     ),
     "backends": (
         "Builds differ: NCCL exists only in Linux CUDA builds (not on Windows or macOS, where gloo is the "
-        "backend), MPI only in builds made with it; the TCPStore uses libuv by default since torch 2.4, "
-        "and Windows wheels are built without it ('use_libuv was requested but PyTorch was built without "
-        "libuv support').",
-        "Name a backend this torch has (gloo on CPU, macOS and Windows; nccl on Linux GPUs); on Windows "
-        "set USE_LIBUV=0 or init_method='...?use_libuv=0'.",
+        "backend) and needs a GPU at run time (the Linux pip wheel has it without one: 'nccl2 requires at "
+        "least one CUDA device'), MPI only in builds made with it. The TCPStore uses libuv by default since "
+        "torch 2.4, and Windows wheels are built without it ('use_libuv was requested but PyTorch was "
+        "built without libuv support'). In torch 2.15.0 only init_process_group's tcp:// and env:// stores "
+        "read USE_LIBUV (default 0 on Windows); torchrun's rendezvous stores and TCPStore(...) ignore it, "
+        "so torchrun cannot start on Windows wheels (pytorch PR #196855, open, would honour USE_LIBUV).",
+        "Name a backend this torch has: 'nccl' if torch.cuda.is_available() else 'gloo' (gloo on CPU, "
+        "macOS and Windows). Without libuv (Windows): start the ranks with mp.spawn and "
+        "init_process_group('gloo', 'tcp://127.0.0.1:PORT', ...) (the old store by default there), or "
+        "run under WSL; USE_LIBUV=0 does not fix torchrun in torch 2.15.0.",
         "[13 · Windows and macOS](../notebooks/13_field_guide_workers_and_machine.ipynb#windows-and-macos-what-this-torch-has)",
-        "PyTorch docs 'Distributed: Backends'; tutorial 'Introduction to Libuv TCPStore Backend'",
+        "PyTorch docs 'Distributed: Backends'; tutorial 'Introduction to Libuv TCPStore Backend'; "
+        "pytorch PR #196855 (open), PR #175316 (closed)",
     ),
     "CUDA IPC": (
         "A CUDA tensor sent through a torch Queue is shared by CUDA IPC, which Windows builds do not "
         "support. With PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True the receiver takes the sender's "
         "file descriptors with pidfd_getfd, which needs ptrace permission: Yama (ptrace_scope 1 allows "
         "only a process's descendants, 2 needs CAP_SYS_PTRACE, 3 none) or a container's seccomp filter "
-        "without CAP_SYS_PTRACE (Docker's default) refuses it ('pidfd_getfd: Operation not permitted').",
+        "without CAP_SYS_PTRACE (Docker's default) refuses it ('pidfd_getfd: Operation not permitted'). "
+        "torch 2.15.0's public builds share expandable segments this way by default "
+        "(TORCH_CUDA_EXPANDABLE_SEGMENTS_IPC=0 turns it off). Between containers CUDA IPC also needs "
+        "a shared PID namespace (--pid=host or --pid=container:NAME) besides --ipc=host.",
         "Leave expandable_segments off in processes that share CUDA tensors (or "
         "torch.cuda.memory._set_allocator_settings('expandable_segments:False') around them); or allow "
         "ptrace (docker run --cap-add SYS_PTRACE; ptrace_scope 0); on Windows send CPU tensors.",
         "[13 · Appendix B](../notebooks/13_field_guide_workers_and_machine.ipynb#appendix-b-cuda-between-processes-on-a-gpu); "
         "[04 · Appendix: CUDA tensors between processes](../notebooks/04_fork_and_cuda.ipynb#appendix-cuda-tensors-between-processes)",
         "c10/cuda/CUDACachingAllocator.cpp (ExpandableSegment::fromShared); moby "
-        "profiles/seccomp/default.json; PyTorch docs 'Windows FAQ: CUDA IPC operations'",
+        "profiles/seccomp/default.json; PyTorch docs 'Windows FAQ: CUDA IPC operations'; Triton client "
+        "README (CUDA shared memory: --pid host)",
     ),
     "gloo interface": (
         "Without GLOO_SOCKET_IFNAME, gloo binds the address this host's name resolves to; a name that "

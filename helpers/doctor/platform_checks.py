@@ -105,8 +105,35 @@ def _first_user_uid(root: Path) -> int:
     return int(match.group(1)) if match else 1000
 
 
-def _check_remove_ipc(root: str = "/", uid: int | None = None, user: str | None = None) -> Finding:
-    """Whether logind deletes this user's /dev/shm files when the user's last session ends."""
+def _named_ipc_in_use(strategy: str | None = None, method: str | None = None) -> tuple[bool, str]:
+    """(whether this process makes IPC objects that keep their name while in use, which RemoveIPC deletes;
+    the sharing strategy and start method it read): ``file_system`` storages keep their /dev/shm name,
+    spawn and forkserver contexts keep their semaphores' names; file_descriptor and fork unlink at once."""
+    import multiprocessing
+
+    import torch.multiprocessing as mp
+
+    strategy = strategy or mp.get_sharing_strategy()
+    method = (
+        method
+        or multiprocessing.get_start_method(allow_none=True)
+        or multiprocessing.get_all_start_methods()[0]
+    )
+    return (
+        strategy == "file_system" or method != "fork",
+        f"sharing strategy {strategy}, start method {method}",
+    )
+
+
+def _check_remove_ipc(
+    root: str = "/",
+    uid: int | None = None,
+    user: str | None = None,
+    strategy: str | None = None,
+    method: str | None = None,
+) -> Finding:
+    """Whether logind deletes this user's named IPC objects (/dev/shm files, semaphores) when the user's last
+    session ends; a warning where this process makes such objects (``strategy``, ``method``: its own when None)."""
     base = Path(root)
     if not (base / "run/systemd/system").is_dir():  # sd_booted(): systemd is the init, logind may run
         return finding(
@@ -122,8 +149,18 @@ def _check_remove_ipc(root: str = "/", uid: int | None = None, user: str | None 
         f"system users below {first}); lingering {'yes' if lingers else 'no'}"
     )
     if remove and uid >= first and not lingers:
+        named, used = _named_ipc_in_use(strategy, method)
+        if named:
+            return finding(
+                "logind RemoveIPC",
+                "warn",
+                measured + f"; {used}: its named /dev/shm files and semaphores go when the last session ends",
+            )
         return finding(
-            "logind RemoveIPC", "warn", measured + ": /dev/shm files go when the last session ends"
+            "logind RemoveIPC",
+            "ok",
+            measured + f"; {used}: nothing named at risk (file_system storages or a spawn/forkserver"
+            " context would be)",
         )
     return finding("logind RemoveIPC", "ok", measured)
 

@@ -322,8 +322,14 @@ def _check_backends(backend: str | None, source: str | None) -> Finding:
     missing = sorted(name for name in needed if name in have and not have[name])
     if missing:
         return finding("backends", "fail", measured + f": this torch has no {', '.join(missing)}")
-    if libuv is False and os.environ.get("USE_LIBUV") != "0":
-        return finding("backends", "warn", measured + ": a TCPStore asked for libuv (its default) fails")
+    if libuv is False:  # USE_LIBUV=0 does not help: torchrun's stores and TCPStore(...) never read it
+        return finding(
+            "backends",
+            "warn",
+            measured
+            + ": torchrun's stores and a TCPStore(...) ask for libuv whatever USE_LIBUV says, and fail"
+            " (init_process_group's tcp:// and env:// use the old store here)",
+        )
     return finding("backends", "ok", measured)
 
 
