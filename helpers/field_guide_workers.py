@@ -277,6 +277,11 @@ class RecordsOpenedPerWorker:
     def __len__(self) -> int:
         return self.count
 
+    def __getstate__(self) -> dict:
+        """What pickling sends to a spawn or forkserver worker: everything but the handle, which a
+        file cannot cross (the main process may have opened one by reading a record first)."""
+        return {**self.__dict__, "file": None, "pid": None}
+
     def __getitem__(self, i: int) -> int:
         if self.pid != os.getpid():  # first call in this worker: a handle of its own
             self.file, self.pid = open(self.path, "rb", buffering=0), os.getpid()  # noqa: SIM115 (kept open)

@@ -290,3 +290,18 @@ def test_records_opened_per_worker_read_right_with_workers(tmp_path):
         timeout=60,
     )
     assert [int(x) for x in loader] == list(range(20))
+
+
+def test_the_per_worker_reader_pickles_without_its_handle_after_the_main_process_read(tmp_path):
+    """13's appendix G: once the main process has read, the Dataset holds an open file; pickled for a
+    spawn worker it sends no handle (the worker opens its own), and the main process keeps its own."""
+    import pickle
+
+    path = str(fw.write_records(str(tmp_path / "records"), 3))
+    records = fw.RecordsOpenedPerWorker(path, 3)
+    assert records[2] == 2 and records.file is not None
+    copy = pickle.loads(pickle.dumps(records))
+    assert copy.file is None and copy.pid is None and [copy[i] for i in range(3)] == [0, 1, 2]
+    assert records.file is not None and not records.file.closed
+    records.file.close()
+    copy.file.close()
