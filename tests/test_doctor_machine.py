@@ -597,3 +597,17 @@ def test_a_hostname_that_resolves_to_loopback_fails_gloo_on_several_nodes_only(m
             monkeypatch.setenv("GLOO_SOCKET_IFNAME", name)
             assert check_gloo(2, None, 5.0, hostname="localhost").status == "ok"
             break
+
+
+def test_a_helpers_py_where_a_notebook_starts_is_reported(tmp_path, monkeypatch):
+    """Issue 53: a learner's helpers.py next to the notebooks shadows the series' package there."""
+    from helpers.doctor import check
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    (clean,) = check(only=["helpers package"])
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "notebooks" / "helpers.py").write_text("x = 1\n")
+    (shadowed,) = check(only=["helpers package"])
+    assert clean.status == "ok" and shadowed.status == "warn", (clean, shadowed)
+    assert str(tmp_path / "notebooks" / "helpers.py") in shadowed.measured and "Rename" in shadowed.fix

@@ -81,6 +81,15 @@ _ABOUT = {
         "[00 · Your environment](../notebooks/00_overview.ipynb#your-environment)",
         "CPython gh-84559 (3.14 default start method); torch release notes",
     ),
+    "helpers package": (
+        "A notebook or script imports the first `helpers` on its path, and its own folder comes first: a "
+        "helpers.py (or a helpers/ folder) of yours there shadows the series' package, and every import "
+        "of the series then fails ('helpers' is not a package) or runs your file.",
+        "Rename your helpers.py (and delete its __pycache__), or keep your code in another folder; the "
+        "notebooks' setup cell names the file it finds.",
+        "[00 · Your environment](../notebooks/00_overview.ipynb#your-environment)",
+        "Python docs 'The module search path' (sys.path[0] is the script's or notebook's folder)",
+    ),
     "default start method": (
         "fork, spawn and forkserver differ in what a child inherits and what it must import; code "
         "that silently relies on fork breaks when the default changes.",

@@ -65,6 +65,7 @@ def machine_checks_for(
     """
     return {
         "python and torch": _check_versions,
+        "helpers package": _check_helpers_package,
         "default start method": _check_start_method,
         "CPU threads": lambda: _check_cpu_threads(processes, outside=pid is not None),
         "shared memory": lambda: _check_shared_memory(shm_path, shm_need),
@@ -109,6 +110,28 @@ def _check_versions(python: str | None = None, torch_version: str | None = None)
         measured += " (tested; the Linux default start method is now forkserver)"
     return finding(
         "python and torch", "ok" if tested else "warn", measured + ("" if tested else ", untested")
+    )
+
+
+def _check_helpers_package(folders: list[Path] | None = None) -> Finding:
+    """A ``helpers`` in a folder a notebook or script starts from (this folder, its ``notebooks/``,
+    ``PYTHONPATH``) that is not the package running this check: it shadows the series' package there."""
+    ours = Path(__file__).resolve().parent.parent
+    if folders is None:
+        here = Path.cwd()
+        extra = [Path(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        folders = [here, here / "notebooks", *extra]
+    shadows = [
+        candidate
+        for folder in folders
+        for candidate in (folder / "helpers.py", folder / "helpers")
+        if candidate.exists() and candidate.resolve() != ours
+    ]
+    measured = f"the series' helpers: {ours}"
+    if shadows:
+        return finding("helpers package", "warn", f"{measured}; shadowed where started from: {shadows[0]}")
+    return finding(
+        "helpers package", "ok", f"{measured}; no helpers.py in {', '.join(map(str, folders[:2]))}"
     )
 
 
