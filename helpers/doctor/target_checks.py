@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import multiprocessing as mp
 import os
@@ -333,11 +334,22 @@ def _check_backends(backend: str | None, source: str | None) -> Finding:
     return finding("backends", "ok", measured)
 
 
+SPAWN_IN_A_THREAD = (
+    "torch.multiprocessing's spawn installs no signal handler on any thread, so this is not torchelastic's "
+    "problem; but Ctrl-C raises KeyboardInterrupt in the main thread only, never in the thread that joins "
+    "the workers, so that thread's clean-up (terminating the other ranks) does not run on an interrupt, "
+    "and workers outside the terminal's process group (started under setsid or a scheduler) never see it."
+)
+
+
 def _check_thread_launch(target: str | Callable, source: str | None) -> Finding:
     """Whether the target's module runs a launcher (mp.spawn, start_processes, elastic_launch) in a Thread."""
     if source is None or not source.endswith(".py"):
         return finding("launch in a thread", "n/a", f"no Python source to read for {target!r}")
     launches = read_source_facts(source).thread_launches
+    if launches and all(re.search(r"which calls spawn\b", launch) for launch in launches):
+        found = finding("launch in a thread", "warn", f"{source}: " + "; ".join(launches))
+        return dataclasses.replace(found, why=SPAWN_IN_A_THREAD)  # not torchelastic's reason
     if launches:
         return finding("launch in a thread", "warn", f"{source}: " + "; ".join(launches))
     measured = f"{source}: no launcher ({', '.join(LAUNCHERS)}) runs in a threading.Thread"
