@@ -293,7 +293,6 @@ def test_a_launch_reached_through_another_function_or_a_thread_subclass_is_found
     assert finding.status == "warn", finding
     assert "runner(), which calls spawn (through train())" in finding.measured
     assert "a Thread runs run(), which calls spawn (through train())" in finding.measured
-    assert (
-        "KeyboardInterrupt in the main thread" in finding.why
-        and "torchelastic" not in finding.why.split(";")[0][-40:]
-    )
+    assert finding.why.startswith(
+        "torch.multiprocessing's spawn installs no signal handler"
+    )  # its own reason
