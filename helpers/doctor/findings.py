@@ -81,6 +81,14 @@ _ABOUT = {
         "[00 · Your environment](../notebooks/00_overview.ipynb#your-environment)",
         "CPython gh-84559 (3.14 default start method); torch release notes",
     ),
+    "default start method": (
+        "fork, spawn and forkserver differ in what a child inherits and what it must import; code "
+        "that silently relies on fork breaks when the default changes.",
+        "Name the method explicitly: ctx = mp.get_context('spawn') (never set_start_method in a "
+        "notebook or library).",
+        "[01 · Three start methods](../notebooks/01_start_methods.ipynb#three-start-methods)",
+        "CPython gh-84559; Python docs 'Contexts and start methods'",
+    ),
     "helpers package": (
         "A notebook or script imports the first `helpers` on its path, and its own folder comes first: a "
         "helpers.py (or a helpers/ folder) of yours there shadows the series' package, and every import "
@@ -89,14 +97,6 @@ _ABOUT = {
         "notebooks' setup cell names the file it finds.",
         "[00 · Your environment](../notebooks/00_overview.ipynb#your-environment)",
         "Python docs 'The module search path' (sys.path[0] is the script's or notebook's folder)",
-    ),
-    "default start method": (
-        "fork, spawn and forkserver differ in what a child inherits and what it must import; code "
-        "that silently relies on fork breaks when the default changes.",
-        "Name the method explicitly: ctx = mp.get_context('spawn') (never set_start_method in a "
-        "notebook or library).",
-        "[01 · Three start methods](../notebooks/01_start_methods.ipynb#three-start-methods)",
-        "CPython gh-84559; Python docs 'Contexts and start methods'",
     ),
     "target importable": (
         "spawn and forkserver children import the function by module and name: a function from "
