@@ -149,7 +149,8 @@ def _tensors_in_process() -> dict[int, int]:
 def reachable_bytes(before: dict[int, int]) -> int:
     """Bytes of the tensors this process holds now that it did not hold at ``before``
     (``_tensors_in_process()`` then): every storage reachable from Python, each once, whoever holds
-    it. An independent count for :func:`held_bytes` (it finds copies that no list names). Used in
+    it. An independent count for :func:`held_bytes` (it finds copies that no list names); a small tensor
+    whose storage reuses an address freed since ``before`` is missed (a few bytes). Used in
     [12 · ZeRO-1 by hand](../notebooks/12_sharding.ipynb#zero-1-by-hand-shard-the-optimizer-state).
 
     >>> before = _tensors_in_process(); kept = torch.ones(1000)

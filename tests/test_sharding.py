@@ -78,7 +78,8 @@ def test_held_bytes_counts_every_tensor_the_rank_can_reach(trained):
     _, runs = trained
     for method in sharding.METHODS:
         for run in runs[method]:
-            assert 0 <= run["memory"]["reachable"] - _held(run["memory"]) <= 64, (method, run["memory"])
+            # a missed copy shows as megabytes; a scalar at an address reused since `before`, as bytes
+            assert abs(run["memory"]["reachable"] - _held(run["memory"])) <= 64, (method, run["memory"])
 
 
 @pytest.mark.skipif(sharding.bytes_written() is None, reason="measured from /proc/self/io: Linux only")
