@@ -9,7 +9,8 @@ ProcessGroup, the shm manager) read with ``strings`` from torch's shared librari
 enclosing function, exception or warning type, a short normalised message; no line number, so an
 upgrade that only moves code changes nothing) and a class:
 
-- ``explained:<case>``: a row of ``helpers.error_index.ERROR_INDEX`` matches the message;
+- ``explained:<id>``: the catalog entry ``<id>`` (:mod:`helpers.catalog`) lists the site in its
+  ``sites``, or its message matches the site's;
 - ``self-explanatory``: the message names its own fix (what to call, set or pass, or what is valid);
 - ``internal``: a user cannot reach it (an invariant, "should not happen", an abstract method);
 - ``needs-entry``: a user can reach it and it does not name its fix (the catalog's to-do list).
@@ -406,20 +407,31 @@ def _literal(message: str) -> str:
 
 
 def _index_rows() -> list[tuple[str, str]]:
+    """(normalised message, entry id) of every catalog entry (:mod:`helpers.catalog`: plain data)."""
     sys.path.insert(0, str(ROOT))
     try:
-        from helpers.error_index import ERROR_INDEX  # plain data; imports no torch
+        from helpers.catalog import entries
     finally:
         sys.path.remove(str(ROOT))
     rows = []
-    for entry in ERROR_INDEX:
+    for entry in entries():
         text = re.sub(r"^[\w.]+(Error|Exception|Warning|Quit): ", "", entry.message)
-        rows.append((re.sub(r"\s+", " ", text).lower(), entry.case))
+        rows.append((re.sub(r"\s+", " ", text).lower(), entry.id))
     return rows
 
 
+def catalog_sites() -> dict[str, str]:
+    """The inventory key -> entry id that the catalog's entries list in ``sites``."""
+    sys.path.insert(0, str(ROOT))
+    try:
+        from helpers.catalog import entries
+    finally:
+        sys.path.remove(str(ROOT))
+    return {key: entry.id for entry in entries() for key in entry.sites}
+
+
 def match_index(message: str, rows: list[tuple[str, str]]) -> str | None:
-    """The case of the first ERROR_INDEX row whose message this site prints, or None.
+    """The id of the first catalog entry whose message this site prints, or None.
 
     A site matches a row when every literal fragment of its template (6+ characters) occurs in the
     row's message, and they add up to 15+ characters; or when the row's message occurs in it.
@@ -477,7 +489,7 @@ def classify(site: Site, rows: list[tuple[str, str]]) -> tuple[str, str]:
     """``(class, rule)`` by the written rules, or ``("", "")`` when they leave it to a reviewer."""
     case = match_index(site.message, rows)
     if case:
-        return f"explained:{case}", "rule:error-index-match"
+        return f"explained:{case}", "rule:catalog-match"
     if site.type.split(".")[-1] in (
         "StopIteration",
         "StopAsyncIteration",
@@ -620,9 +632,12 @@ def update(fallback: bool, reclassify: bool = False) -> None:
         sites += [_site_from_row(row) for row in old.values() if row["source"] == "library"]
         version, fingerprint = old_header["torch"], old_header["libraries"]
     same_python = old_header.get("python", python_version()) == python_version()
-    rows = _index_rows()
+    rows, listed = _index_rows(), catalog_sites()
     new = []
     for site in sites:
+        if site.key in listed:  # an entry that names the site explains it, whatever was decided before
+            site.klass, site.decided_by = f"explained:{listed[site.key]}", "rule:catalog-sites"
+            continue
         kept = site.key in old and old[site.key]["class"]
         if kept and (not reclassify or old[site.key]["decided_by"].startswith("review:")):
             site.klass, site.decided_by = old[site.key]["class"], old[site.key]["decided_by"]
