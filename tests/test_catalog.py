@@ -19,6 +19,7 @@ from helpers import catalog
 from helpers.catalog import AREAS, entries
 from helpers.error_index import CASES
 from helpers.explain import matches, report
+from tests.test_links import anchors
 from tools import message_inventory as inv
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,8 +46,12 @@ def test_entries_are_well_formed() -> None:
             problems.append(f"{e.id}: a fixed version without a reproduction")
         if e.case and (e.case not in CASES or "#" not in e.teaches):
             problems.append(f"{e.id}: case {e.case!r} needs a CASES key and a section in teaches")
-        if e.teaches and not (ROOT / "notebooks" / e.teaches.split("#")[0]).exists():
-            problems.append(f"{e.id}: teaches {e.teaches} names no notebook")
+        notebook, _, anchor = e.teaches.partition("#")
+        if e.teaches and (
+            not (ROOT / "notebooks" / notebook).exists()
+            or anchor not in anchors(ROOT / "notebooks" / notebook)
+        ):
+            problems.append(f"{e.id}: teaches {e.teaches}: no such notebook section")
         if e.reproduction and 'if __name__ == "__main__":' not in e.reproduction:
             problems.append(f"{e.id}: a reproduction is a script with the main guard")
     assert not problems, "\n".join(problems)
