@@ -329,10 +329,12 @@ _ABOUT = {
     "Slurm layout": (
         "srun runs its command once per task. With torchrun as that command, N tasks per node start N agents, "
         "each starting --nproc-per-node workers: N times the processes the node should have, and N agents per "
-        "node in a rendezvous that expects one (a static rendezvous gets duplicate node ranks, rank 0's store "
-        "'Address already in use'; agents past torchrun's c10d --nnodes wait). More processes per node than "
+        "node in a rendezvous that expects one (a static rendezvous with --node-rank=$SLURM_NODEID gets "
+        "duplicate node ranks, rank 0's store 'Address already in use'; agents past torchrun's c10d --nnodes "
+        "wait). More processes per node than "
         "the GPUs Slurm gave fail with 'invalid device ordinal' or share a GPU; more workers than the task's "
-        "CPUs oversubscribe them; --nnodes other than the allocation's nodes waits for nodes that never come.",
+        "CPUs oversubscribe them; --nnodes above the allocation's nodes waits for nodes that never come (until "
+        "the rendezvous times out), below it leaves agents waiting.",
         "With torchrun: srun --ntasks-per-node=1 torchrun --nnodes=$SLURM_NNODES --nproc-per-node=<GPUs "
         "per node> (and --cpus-per-task for all its workers); or no torchrun: srun --ntasks-per-node=<GPUs> "
         "python train.py, each task taking RANK from SLURM_PROCID and LOCAL_RANK from SLURM_LOCALID.",

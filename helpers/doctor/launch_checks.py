@@ -347,7 +347,7 @@ def _check_slurm_layout(
     )
     measured = (
         f"Slurm job {env.get('SLURM_JOB_ID') or env.get('SLURM_JOBID')}: {slurm_nodes or '?'} node(s), "
-        f"{per_node or '?'} task(s) per node, {cpus or '?'} CPU(s) per task, "
+        f"{per_node or '?'} task(s) per node, {cpus or 'unset'} CPU(s) per task, "
         f"{f'{gpus[0]} GPU(s) ({gpus[1]})' if gpus else 'no GPU count'}; launch: {launch}"
     )
     problems: list[tuple[str, str]] = []
