@@ -6,7 +6,9 @@ already running when the parent forks, CUDA initialised before fork, ``/dev/shm`
 (Docker's 64 MB), an open-file limit too low for the ``file_descriptor`` sharing strategy, an
 unresolvable hostname or a busy ``MASTER_PORT``, leftover children and stale shared memory; and the
 limits beyond them: memory maps against ``vm.max_map_count``, logind's ``RemoveIPC``, the backends this
-torch has, CUDA IPC under ptrace rules, gloo's address across nodes, a launcher run off the main thread.
+torch has, CUDA IPC under ptrace rules, gloo's address across nodes, a launcher run off the main thread;
+and what a launcher, a scheduler and a container decide: one thread per worker set by torchrun or Ray, the
+process and thread limits, a memory-backed /dev/shm under a memory limit, a Slurm layout against torchrun's.
 :func:`check` measures each and returns :class:`Finding` objects; :func:`inspect` reports every
 process of a stuck job's tree with its state, what it waits on and its Python stack.
 

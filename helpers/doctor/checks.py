@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 
 from helpers.doctor.findings import CHECKS, DEFAULT_SHM_NEED, DoctorError, Finding, torch_missing
 from helpers.doctor.inspector import process_checks_for
+from helpers.doctor.launch_checks import launch_checks_for
 from helpers.doctor.machine_checks import machine_checks_for
 from helpers.doctor.platform_checks import platform_checks_for
 from helpers.doctor.target_checks import target_checks_for
@@ -31,6 +32,7 @@ def check(
     imports: Sequence[str] = (),
     shared_tensors: int | None = None,
     nodes: int = 1,
+    nproc_per_node: int | None = None,
     backend: str | None = None,
     only: Sequence[str] | None = None,
     timeout: float = 30.0,
@@ -50,7 +52,8 @@ def check(
       torchrun's ports 29500 and 29400); ``imports``: modules to test for CUDA initialisation on import.
     - ``shared_tensors``: shared CPU tensors a process holds at once, one memory map each (default: a
       DataLoader's figure, 64); ``nodes``: how many machines the job spans (gloo's address matters on
-      several); ``backend``: the backend the job names (e.g. ``"nccl"``; a target's own
+      several); ``nproc_per_node``: torchrun's ``--nproc-per-node``, the workers each agent starts (None:
+      no torchrun; compared with a Slurm allocation's tasks, CPUs and GPUs); ``backend``: the backend the job names (e.g. ``"nccl"``; a target's own
       ``init_process_group`` call is read too).
     - ``only``: names from :data:`CHECKS` to run (default: all that apply).
 
@@ -88,6 +91,9 @@ def check(
         **target_checks_for(target, imports, timeout, backend),
         **platform_checks_for(
             pid=pid, shared_tensors=shared_tensors, nodes=nodes, backend=backend, timeout=timeout
+        ),
+        **launch_checks_for(
+            processes=processes, shm_path=shm_path, nproc_per_node=nproc_per_node, nodes=nodes
         ),
     }
     wanted = [name for name in CHECKS if name in runs and (only is None or name in only)]

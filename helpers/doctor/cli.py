@@ -66,6 +66,11 @@ def _parser() -> _Parser:
         help="shared tensors one process holds at once (default: a DataLoader's 64)",
     )
     parser.add_argument("--nnodes", type=int, default=1, help="how many machines the job spans (default 1)")
+    parser.add_argument(
+        "--nproc-per-node",
+        type=int,
+        help="torchrun's --nproc-per-node: workers each torchrun agent starts (compared with Slurm's layout)",
+    )
     parser.add_argument("--backend", help="the backend the job uses, e.g. nccl, gloo or cpu:gloo,cuda:nccl")
     parser.add_argument("--only", action="append", help="run only this check (repeatable)")
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds for each probe (default 30)")
@@ -106,6 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             imports=[m for m in args.imports.split(",") if m.strip()],
             shared_tensors=args.shared_tensors,
             nodes=args.nnodes,
+            nproc_per_node=args.nproc_per_node,
             backend=args.backend,
             only=args.only,
             timeout=args.timeout,

@@ -124,6 +124,19 @@ _ABOUT = {
         "[05 · The Hogwild pattern](../notebooks/05_hogwild.ipynb#the-hogwild-pattern)",
         "PyTorch docs 'CPU in multiprocessing' (PR #103229)",
     ),
+    "launcher threads": (
+        "A launcher may set each worker's thread count for you: torchrun sets OMP_NUM_THREADS=1 when it starts "
+        "more than one worker and the variable is unset (it logs 'Setting OMP_NUM_THREADS environment variable "
+        "for each process to be 1 in default, to avoid your system being overloaded, please further tune the "
+        "variable for optimal performance in your application as needed.'), and Ray sets it in a worker to the "
+        "CPUs its task or actor was assigned (1 when none). With one thread per process and more usable CPUs than processes, torch ops and a "
+        "DataLoader's collate run single-threaded and the other CPUs idle.",
+        "Set the threads per process yourself: OMP_NUM_THREADS=<usable CPUs // processes per node> before "
+        "torchrun (it then keeps yours), or torch.set_num_threads(n) first thing in each worker; under Ray, "
+        "ask for CPUs (num_cpus=n) and Ray sets OMP_NUM_THREADS to them.",
+        "[05 · Appendix: processes x threads on the cores](../notebooks/05_hogwild.ipynb#appendix-processes-x-threads-on-the-cores)",
+        "torch/distributed/run.py (OMP_NUM_THREADS default); Ray's set_omp_num_threads_if_unset (ray#6998)",
+    ),
     "CUDA initialised": (
         "A fork child of a process that has initialised CUDA cannot use CUDA: 'Cannot "
         "re-initialize CUDA in forked subprocess'. torch.cuda.is_available() already initialises "
@@ -161,6 +174,18 @@ _ABOUT = {
         "[08 · What the parent sees](../notebooks/08_debugging_and_pitfalls.ipynb#what-the-parent-sees-exit-codes)",
         "pytorch#13246 (DataLoader memory growth); kernel docs cgroup-v2 memory.max",
     ),
+    "shm counts as memory": (
+        "/dev/shm is usually a tmpfs, which is memory: pages written there (shared tensors, DataLoader "
+        "batches) are charged to the memory cgroup of the process that wrote them and stay charged until the "
+        "file is removed. Under a container's memory limit a job whose shared memory and resident memory pass "
+        "the limit is OOM-killed (a worker exits with -9) while df still shows /dev/shm with free space; a "
+        "Kubernetes emptyDir with medium: Memory counts against the pod's limit the same way.",
+        "Size the memory limit for resident memory plus shared memory in flight (docker run --memory with "
+        "--shm-size; Kubernetes resources.limits.memory with the emptyDir's sizeLimit), or send less through "
+        "/dev/shm (fewer workers, smaller prefetch_factor).",
+        "[08 · A full /dev/shm](../notebooks/08_debugging_and_pitfalls.ipynb#a-full-dev-shm)",
+        "kernel docs cgroup-v2 'Memory Ownership' (memory.max); Kubernetes docs 'emptyDir' (medium: Memory)",
+    ),
     "open files": (
         "Under the file_descriptor sharing strategy every shared tensor in flight holds an open "
         "file; at the limit receiving one fails with 'received 0 items of ancdata' or 'Too many "
@@ -169,6 +194,19 @@ _ABOUT = {
         "torch.multiprocessing.set_sharing_strategy('file_system').",
         "[02 · Too many open files](../notebooks/02_shared_tensors.ipynb#too-many-open-files)",
         "pytorch#973, pytorch#11201; PR #34768 (the ancdata message)",
+    ),
+    "process limit": (
+        "Linux counts threads, not only processes, against a user's RLIMIT_NPROC (ulimit -u) and a cgroup's "
+        "pids.max (a container's or a Slurm job's pids controller): every worker is a process and starts its "
+        "own intra-op threads (DataLoader workers are processes too). Past the limit fork fails with 'OSError: "
+        "[Errno 11] Resource temporarily unavailable', Python with \"RuntimeError: can't start new thread\", "
+        "and GNU OpenMP aborts with 'libgomp: Thread creation failed: Resource temporarily unavailable'. "
+        "RLIMIT_NPROC counts every process of the user, not just this job's, and does not bind root.",
+        "Fewer threads per worker (torch.set_num_threads, OMP_NUM_THREADS) or fewer workers; raise the soft "
+        "limit (ulimit -u <hard>, or /etc/security/limits.conf nproc) or the container's (docker run "
+        "--pids-limit, the kubelet's podPidsLimit).",
+        "[05 · Appendix: processes x threads on the cores](../notebooks/05_hogwild.ipynb#appendix-processes-x-threads-on-the-cores)",
+        "man 2 setrlimit (RLIMIT_NPROC); kernel docs cgroup-v2 'PID' (pids.max); kernel/fork.c (copy_process)",
     ),
     "hostname": (
         "torchrun and init_process_group connect to MASTER_ADDR, by default this host's "
@@ -287,6 +325,22 @@ _ABOUT = {
         "map the hostname to that interface's address in /etc/hosts.",
         "[09 · Appendix: real networks](../notebooks/09_multi_node.ipynb#appendix-real-networks)",
         "torch/csrc/distributed/c10d/ProcessGroupGloo.cpp (createDefaultDevice); aws-samples/aws-do-eks#69",
+    ),
+    "Slurm layout": (
+        "srun runs its command once per task. With torchrun as that command, N tasks per node start N agents, "
+        "each starting --nproc-per-node workers: N times the processes the node should have, and N agents per "
+        "node in a rendezvous that expects one (a static rendezvous with --node-rank=$SLURM_NODEID gets "
+        "duplicate node ranks, rank 0's store 'Address already in use'; agents past torchrun's c10d --nnodes "
+        "wait). More processes per node than "
+        "the GPUs Slurm gave fail with 'invalid device ordinal' or share a GPU; more workers than the task's "
+        "CPUs oversubscribe them; --nnodes above the allocation's nodes waits for nodes that never come (until "
+        "the rendezvous times out), below it leaves agents waiting.",
+        "With torchrun: srun --ntasks-per-node=1 torchrun --nnodes=$SLURM_NNODES --nproc-per-node=<GPUs "
+        "per node> (and --cpus-per-task for all its workers); or no torchrun: srun --ntasks-per-node=<GPUs> "
+        "python train.py, each task taking RANK from SLURM_PROCID and LOCAL_RANK from SLURM_LOCALID.",
+        "[09 · On a cluster: Slurm](../notebooks/09_multi_node.ipynb#on-a-cluster-slurm)",
+        "Slurm docs: srun, sbatch 'OUTPUT ENVIRONMENT VARIABLES'; torch/distributed/run.py; "
+        "torch/distributed/elastic/rendezvous/dynamic_rendezvous.py (redundancy_list)",
     ),
     "launch in a thread": (
         "Python installs signal handlers only on the main thread: a launcher run from a threading.Thread "
