@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from helpers.doctor.findings import Finding, finding
+from helpers.doctor.machine_checks import _size  # one way to print a size in the doctor's tables
 from helpers.environment import cgroup_memory, usable_cpus
 
 __all__ = ["launch_checks_for"]  # helpers.doctor.check runs them
@@ -39,14 +40,6 @@ def launch_checks_for(
         "shm counts as memory": lambda: _check_shm_memory(shm_path),
         "Slurm layout": lambda: _check_slurm_layout(nproc_per_node, nodes),
     }
-
-
-def _size(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n} B"
 
 
 def _torch_threads() -> int:
