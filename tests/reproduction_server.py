@@ -27,16 +27,17 @@ from pathlib import Path
 PRELOAD = ("torch", "torch.distributed", "torch.multiprocessing", "torch.utils.data", "torch.nn.parallel")
 
 
-def _run_child(path: str, output: str) -> None:
+def _run_child(path: str, output: str, errors: str, argv: list[str], cwd: str) -> None:
     """In the forked child: become a process group, redirect, run the script as __main__, exit."""
     os.setpgid(0, 0)
-    fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
+    out = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    err = out if errors == output else os.open(errors, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    os.dup2(out, 1)
+    os.dup2(err, 2)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
-    os.chdir(os.path.dirname(path))
-    sys.argv = [path]
+    os.chdir(cwd)
+    sys.argv = [path, *argv]
     main = types.ModuleType("__main__")
     main.__file__ = path
     main.__builtins__ = __builtins__
@@ -71,7 +72,9 @@ def _serve() -> None:
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:
-            _run_child(request["path"], request["output"])
+            output = request["output"]
+            cwd = request.get("cwd") or os.path.dirname(request["path"])
+            _run_child(request["path"], output, request.get("errors", output), request.get("argv", []), cwd)
         deadline = time.monotonic() + request["timeout"]
         status = None
         while time.monotonic() < deadline:
@@ -123,16 +126,32 @@ class ReproductionServer:
         return self._process.pid
 
     def run(self, script: str, timeout: float = 60.0, name: str = "script") -> tuple[str, int | None]:
+        """Run ``script`` (its text) from a file in a folder of its own; (stdout and stderr, exit code)."""
         self._count += 1
         folder = self.folder / f"{self._count:03d}-{name}"
         folder.mkdir()
         path, output = folder / f"{name}.py", folder / "output.txt"
         path.write_text(script)
-        request = {"path": str(path), "output": str(output), "timeout": timeout}
+        code = self.run_file(path, [], folder, output, output, timeout)
+        return output.read_text(errors="replace"), code
+
+    def run_file(
+        self, path: Path, argv: list[str], cwd: Path, stdout: Path, stderr: Path, timeout: float
+    ) -> int | None:
+        """Run the script at ``path`` with ``argv`` from ``cwd``, its output into the files ``stdout``
+        and ``stderr`` (the same file for both is fine); its exit code, or None if it was killed at
+        ``timeout`` seconds."""
+        request = {
+            "path": str(path),
+            "argv": argv,
+            "cwd": str(cwd),
+            "output": str(stdout),
+            "errors": str(stderr),
+            "timeout": timeout,
+        }
         self._process.stdin.write(json.dumps(request) + "\n")
         self._process.stdin.flush()
-        answer = json.loads(self._process.stdout.readline())
-        return output.read_text(errors="replace"), answer["returncode"]
+        return json.loads(self._process.stdout.readline())["returncode"]
 
     def __exit__(self, *exc: object) -> None:
         if self._process:

@@ -40,12 +40,14 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from tests.notebook_rules import TAUGHT
+from tests.reproduction_server import ReproductionServer
 
 ROOT = Path(__file__).resolve().parent.parent
 PATTERNS = sorted((ROOT / "patterns").glob("[0-9][0-9]_*.py"))
@@ -200,12 +202,23 @@ def pattern_findings(path: Path) -> list[str]:
     return problems + _unbounded_waits(tree) + unended_joins(tree)
 
 
-def run_pattern(path: Path, method: str, cwd: Path) -> str | None:
+def run_pattern(path: Path, method: str, cwd: Path, server: ReproductionServer | None = None) -> str | None:
     """Run ``path`` as a script with ``method`` as its argument from ``cwd``; what went wrong, or None.
 
     The script leads a process group of its own: past the deadline, or when it ends, whatever of the
-    group is left (its workers) is killed with it, so a stuck pattern leaves no orphans.
+    group is left (its workers) is killed with it, so a stuck pattern leaves no orphans. With a
+    ``server`` (:mod:`tests.reproduction_server`) it is forked from an interpreter that has torch
+    imported already, and runs as ``python path method`` would (``__main__`` from its file, its
+    ``argv``, its folder), without paying ``import torch`` again.
     """
+    if server is not None:
+        with tempfile.TemporaryDirectory(prefix="pattern-output-") as folder:
+            out, err = Path(folder, "stdout"), Path(folder, "stderr")
+            code = server.run_file(path, [method], cwd, out, err, RUN_TIMEOUT)
+            stdout, stderr = out.read_text(errors="replace"), err.read_text(errors="replace")
+        if code is None:
+            return f"{method}: still running after {RUN_TIMEOUT} s"
+        return _judged(method, code, stdout, stderr)
     command = [sys.executable, str(path), method]
     posix = hasattr(os, "killpg")
     pipes = dict(stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -220,19 +233,26 @@ def run_pattern(path: Path, method: str, cwd: Path) -> str | None:
                     os.killpg(done.pid, signal.SIGKILL)
                 else:
                     done.kill()
-    if done.returncode != 0:
-        return f"{method}: exit code {done.returncode}\n{stdout[-2000:]}{stderr[-2000:]}"
+    return _judged(method, done.returncode, stdout, stderr)
+
+
+def _judged(method: str, code: int, stdout: str, stderr: str) -> str | None:
+    if code != 0:
+        return f"{method}: exit code {code}\n{stdout[-2000:]}{stderr[-2000:]}"
     if not stdout.strip():
         return f"{method}: printed nothing on stdout (end with a line that says what it did)"
     return None
 
 
-def run_under_every_method(path: Path, cwd: Path) -> list[str]:
-    """:func:`run_pattern` under each start method, in parallel (once where the method changes nothing:
-    :data:`ONE_METHOD`); the failures."""
+def run_under_every_method(path: Path, cwd: Path, server: ReproductionServer | None = None) -> list[str]:
+    """:func:`run_pattern` under each start method (once where the method changes nothing:
+    :data:`ONE_METHOD`); the failures. Without a server the runs go in parallel."""
     methods = ["spawn"] if path.name in ONE_METHOD else METHODS
-    with ThreadPoolExecutor(len(methods)) as pool:
-        results = pool.map(lambda method: run_pattern(path, method, cwd), methods)
+    if server is not None:  # one script at a time: the server forks them in turn
+        results = [run_pattern(path, method, cwd, server) for method in methods]
+    else:
+        with ThreadPoolExecutor(len(methods)) as pool:
+            results = list(pool.map(lambda method: run_pattern(path, method, cwd), methods))
     return [result for result in results if result]
 
 
@@ -249,10 +269,23 @@ def index_findings(index: Path, patterns: list[Path]) -> list[str]:
 # --- the series --------------------------------------------------------------------------------------
 
 
-@pytest.mark.timeout(RUN_TIMEOUT + 30)
+@pytest.fixture(scope="module")
+def server(long_lived_processes):
+    """One interpreter with torch imported that forks each pattern run (Linux and macOS); None
+    elsewhere, where each run is a fresh interpreter."""
+    if not hasattr(os, "fork"):
+        yield None
+        return
+    with ReproductionServer() as running:
+        long_lived_processes[running.pid] = False  # each run's process group is killed when it ends
+        yield running
+        del long_lived_processes[running.pid]
+
+
+@pytest.mark.timeout(len(METHODS) * RUN_TIMEOUT + 30)
 @pytest.mark.parametrize("path", PATTERNS, ids=lambda p: p.name)
-def test_the_pattern_runs_under_every_start_method(path, tmp_path):
-    failures = run_under_every_method(path, tmp_path)
+def test_the_pattern_runs_under_every_start_method(path, tmp_path, server):
+    failures = run_under_every_method(path, tmp_path, server)
     assert not failures, "\n".join(failures)
     assert not any(tmp_path.iterdir()), f"{path.name} left files in its working directory"
 
