@@ -1,4 +1,5 @@
-"""The one build step pyproject.toml cannot declare: the run-time files go into the wheel as package data.
+"""The build steps pyproject.toml cannot declare: the run-time files go into the wheel as package data,
+and three folders of the repository go in as subpackages of ``helpers``.
 
 The notebooks read pattern scripts and GPU transcripts through ``helpers.resources``. Those files
 live where learners see them in the repository (``patterns/``, ``notebooks/transcripts/``); building
@@ -12,7 +13,7 @@ import importlib.util
 import shutil
 from pathlib import Path
 
-from setuptools import setup
+from setuptools import find_packages, setup
 from setuptools.command.build_py import build_py
 
 HERE = Path(__file__).resolve().parent
@@ -38,4 +39,18 @@ class BuildPyWithData(build_py):
             shutil.copytree(HERE / folder, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
 
 
-setup(cmdclass={"build_py": BuildPyWithData})
+# One top-level import package: the exercises' starters, their reference solutions and the sample
+# coursework stay in the repository's folders, where learners and instructors see them, and install as
+# subpackages of helpers (helpers.exercises, helpers.solutions, helpers.coursework), so that no generic
+# top-level name lands in site-packages beside a course's own.
+SUBPACKAGES = {
+    "helpers.exercises": "exercises",
+    "helpers.solutions": "solutions",
+    "helpers.coursework": "coursework",
+}
+
+setup(
+    cmdclass={"build_py": BuildPyWithData},
+    packages=find_packages(include=["helpers", "helpers.*"]) + list(SUBPACKAGES),
+    package_dir=SUBPACKAGES,
+)

@@ -2,8 +2,8 @@
 
 Run from anywhere (the package is installed)::
 
-    python -m coursework.digits_search                     # default grid
-    python -m coursework.digits_search --lrs 0.05,0.5 --epochs 3
+    python -m helpers.coursework.digits_search                     # default grid
+    python -m helpers.coursework.digits_search --lrs 0.05,0.5 --epochs 3
 
 It trains one small MLP per learning rate, each in its own process started with the *spawn* start
 method (explicitly, whatever the platform's default), collects the results in the parent, prints a
@@ -19,8 +19,8 @@ import sys
 import time
 
 import torch
+from helpers.coursework.digits_workers import train_digits
 
-from coursework.digits_workers import train_digits
 from helpers.launch import launch
 
 METHOD = "spawn"  # the assignment's point: code that works under spawn works everywhere

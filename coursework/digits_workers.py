@@ -1,6 +1,6 @@
 """Worker code of the digits assignment: in its own module, because spawn children import it by name.
 
-``python -m coursework.digits_search`` runs as ``__main__``; a function defined there could not be
+``python -m helpers.coursework.digits_search`` runs as ``__main__``; a function defined there could not be
 found by a spawn child (it re-imports the script as ``__mp_main__``, and ``helpers.launch`` refuses
 ``__main__`` workers up front). So the workers live here.
 

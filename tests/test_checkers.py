@@ -12,9 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-import exercises
-import solutions
-from helpers import checkers
+from helpers import checkers, exercises, solutions
 from helpers.checkers import CHECKERS, CheckResult
 from helpers.checkers.core import SAY_WHEN_LONGER
 from helpers.environment import environment_report
@@ -203,7 +201,7 @@ def test_regression_batch_uses_the_global_rng():
 def test_checker_restores_the_parents_thread_count(tmp_path, monkeypatch):
     # part 1 right, part 2 untouched: the check stops after part 1 (no spawn workers to wait for)
     (tmp_path / "part1_ex04.py").write_text(
-        "from solutions.ex04_fork_safe import fork_safe_sum  # noqa: F401\n\n\n"
+        "from helpers.solutions.ex04_fork_safe import fork_safe_sum  # noqa: F401\n\n\n"
         "def run_workers(n_workers=2):\n    raise NotImplementedError\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -218,7 +216,7 @@ def test_checkers_import_the_reloaded_file(tmp_path, monkeypatch):
     target.write_text("def where_it_waits(dump, my_file):\n    raise NotImplementedError\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     assert not checkers.check_ex08("edited_ex08").attempted
-    target.write_text("from solutions.ex08_find_the_hang import where_it_waits  # noqa: F401\n")
+    target.write_text("from helpers.solutions.ex08_find_the_hang import where_it_waits  # noqa: F401\n")
     importlib.invalidate_caches()
     assert checkers.check_ex08("edited_ex08").passed
 
@@ -253,7 +251,7 @@ def test_a_hung_check_is_killed_at_its_deadline_with_the_processes_it_started(tm
 
 
 def test_a_pass_of_ex10_says_what_was_checked_in_a_few_lines():
-    result = checkers.check_ex10("solutions.ex10_diagnose")
+    result = checkers.check_ex10("helpers.solutions.ex10_diagnose")
     assert result.passed and len(result.feedback) <= 4, str(result)
     from helpers.field_guide import ERROR_INDEX
 

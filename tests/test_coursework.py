@@ -1,4 +1,4 @@
-"""The sample assignment runs as a learner would run it: `python -m coursework.digits_search`,
+"""The sample assignment runs as a learner would run it: `python -m helpers.coursework.digits_search`,
 in a fresh interpreter, from another directory, under spawn; bounded."""
 
 from __future__ import annotations
@@ -10,8 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from coursework.digits_workers import train_digits
+from helpers.coursework.digits_workers import train_digits
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -23,7 +22,7 @@ def test_the_assignment_runs_as_a_script_under_spawn(tmp_path):
         [
             sys.executable,
             "-m",
-            "coursework.digits_search",
+            "helpers.coursework.digits_search",
             "--lrs",
             "0.05,0.5",
             "--epochs",

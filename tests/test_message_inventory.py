@@ -61,7 +61,9 @@ def test_every_site_is_classified() -> None:
         ok = klass in inv.CLASSES or (klass.startswith("explained:") and klass.split(":", 1)[1] in IDS)
         if not ok or not row["decided_by"].startswith(("rule:", "review:")):
             bad.append(f"  {klass or '?':20} {key}")
-    assert not bad, f"{len(bad)} sites without a valid class (a catalog entry's id for explained):\n" + "\n".join(bad)
+    assert not bad, (
+        f"{len(bad)} sites without a valid class (a catalog entry's id for explained):\n" + "\n".join(bad)
+    )
 
 
 def test_the_file_round_trips(tmp_path) -> None:

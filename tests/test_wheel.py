@@ -39,7 +39,7 @@ from tools.setup_cell import repository, setup_cell
 pytestmark = pytest.mark.wheel
 
 ROOT = Path(__file__).resolve().parent.parent
-OWN_ENTRIES = ("__editable__", "torch_mp_notebooks", "helpers", "exercises", "solutions", "coursework")
+OWN_ENTRIES = ("__editable__", "torch_mp_notebooks", "helpers")
 CHECK = (  # the learner's side, in the folder of the notebooks: the file the notebook wrote, graded
     "from helpers.checkers import CHECKERS, start_exercise\n"
     "import sys\n"
@@ -123,8 +123,12 @@ def test_the_wheel_carries_helpers_and_every_file_the_notebooks_read(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     wanted = {f"helpers/_data/patterns/{p.name}" for p in (ROOT / "patterns").glob("*.py")}
     wanted |= {f"helpers/_data/transcripts/{p.name}" for p in (ROOT / "notebooks" / "transcripts").glob("*")}
-    wanted |= {f"exercises/{p.name}" for p in (ROOT / "exercises").glob("ex*.py")}
+    wanted |= {f"helpers/exercises/{p.name}" for p in (ROOT / "exercises").glob("ex*.py")}
+    wanted |= {f"helpers/solutions/{p.name}" for p in (ROOT / "solutions").glob("ex*.py")}
+    wanted |= {"helpers/coursework/digits_search.py", "helpers/coursework/digits_workers.py"}
     assert wanted - names == set()
+    top_level = {name.split("/")[0] for name in names if not name.split("/")[0].endswith(".dist-info")}
+    assert top_level == {"helpers"}, f"the wheel installs more than one top-level package: {top_level}"
     assert {"helpers/__init__.py", "helpers/resources.py", "helpers/checkers/core.py"} <= names
     metadata = zipfile.ZipFile(wheel).read(f"{wheel.name.split('-py3')[0]}.dist-info/METADATA").decode()
     assert "Requires-Dist: torch>=2.11" in metadata and "Requires-Python: >=3.10" in metadata

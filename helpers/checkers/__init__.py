@@ -20,7 +20,7 @@ uses only the core's public names (exercise 09's torchrun workers run the privat
 Example::
 
     >>> from helpers.checkers import check_ex08
-    >>> result = check_ex08("solutions.ex08_find_the_hang")
+    >>> result = check_ex08("helpers.solutions.ex08_find_the_hang")
     >>> result.passed
     True
     >>> print(check_ex08().status)  # the untouched starter file

@@ -12,7 +12,7 @@ they started; :func:`value_of` turns its :class:`Outcome` into the value or the 
 ...     if module.diagnose("OSError: [Errno 24] Too many open files") != "too_many_open_files":
 ...         raise Incorrect("errno 24 is too_many_open_files")
 ...     report.ok("errno 24 named")
->>> print(run_check("ex99", "solutions.ex10_diagnose", ("diagnose",), body).status)
+>>> print(run_check("ex99", "helpers.solutions.ex10_diagnose", ("diagnose",), body).status)
 passed
 """
 
@@ -98,7 +98,7 @@ class NotAttempted(Exception):
 
     >>> def body(module, report):
     ...     raise_if_stub_error("NotImplementedError: exercise 99: write sqrt")
-    >>> run_check("ex99", "solutions.ex10_diagnose", (), body).status
+    >>> run_check("ex99", "helpers.solutions.ex10_diagnose", (), body).status
     'not attempted yet'
     """
 
@@ -108,7 +108,7 @@ class Incorrect(Exception):
 
     >>> def body(module, report):
     ...     raise Incorrect("return the total as an int")
-    >>> run_check("ex99", "solutions.ex10_diagnose", (), body).feedback
+    >>> run_check("ex99", "helpers.solutions.ex10_diagnose", (), body).feedback
     ['return the total as an int']
     """
 
@@ -207,7 +207,7 @@ def run_check(
 
     >>> def body(module, report):
     ...     report.ok(f"a bus error is {module.diagnose('Bus error')!r}")
-    >>> print(run_check("ex99", "solutions.ex10_diagnose", ("diagnose",), body))  # doctest: +ELLIPSIS
+    >>> print(run_check("ex99", "helpers.solutions.ex10_diagnose", ("diagnose",), body))  # doctest: +ELLIPSIS
     ex99: passed
       graded: .../solutions/ex10_diagnose.py
       - a bus error is 'shm_full'
@@ -283,7 +283,7 @@ def start_exercise(exercise: str, folder: str | os.PathLike | None = None) -> Pa
     """
     starters = [
         item
-        for item in files("exercises").iterdir()
+        for item in files("helpers.exercises").iterdir()
         if item.name.endswith(".py") and item.name.removesuffix(".py").startswith(exercise)
     ]
     if len(starters) != 1:
@@ -302,8 +302,8 @@ def importable(module: str | os.PathLike) -> str:
     file (:func:`start_exercise`'s) made importable here and in the processes a check starts (they
     inherit ``sys.path``) by putting its folder first on ``sys.path`` where it is not found already.
 
-    >>> importable("solutions.ex10_diagnose")
-    'solutions.ex10_diagnose'
+    >>> importable("helpers.solutions.ex10_diagnose")
+    'helpers.solutions.ex10_diagnose'
     >>> importable(checkout_root() / "exercises" / "ex10_diagnose.py")
     'exercises.ex10_diagnose'
     """
@@ -392,7 +392,7 @@ def saved_by_launch(
     :class:`Incorrect`: with ``on_hang`` (the likely cause, in the exercise's words) when it did not
     finish, with ``nothing_saved`` when it saved nothing.
 
-    >>> saved_by_launch("solutions.ex06_ddp_train", 2, 120, "", "")["linear.weight"].shape  # doctest: +SKIP
+    >>> saved_by_launch("helpers.solutions.ex06_ddp_train", 2, 120, "", "")["linear.weight"].shape  # doctest: +SKIP
     torch.Size([10, 64])
     """
     import torch

@@ -44,7 +44,7 @@ def _row_in_child(module_name: str) -> list:
 
 
 def check_ex00(
-    module: str | os.PathLike = "exercises.ex00_first_program",
+    module: str | os.PathLike = "helpers.exercises.ex00_first_program",
     methods: tuple[str, ...] = ("spawn", "fork"),
     timeout: float = 90.0,
 ) -> CheckResult:
@@ -59,7 +59,7 @@ def check_ex00(
 
     Notebook 00, its closing programming exercise.
 
-    >>> check_ex00("solutions.ex00_first_program", methods=("fork",)).passed  # doctest: +ELLIPSIS
+    >>> check_ex00("helpers.solutions.ex00_first_program", methods=("fork",)).passed  # doctest: +ELLIPSIS
     checking .../solutions/ex00_first_program.py (takes about 25 s) ...
     True
     """

@@ -161,7 +161,7 @@ CASES = (("meet", _judge_meet), ("codes", _judge_codes), ("stuck", _judge_stuck)
 
 
 def check_ex01(
-    module: str | os.PathLike = "exercises.ex01_start_methods",
+    module: str | os.PathLike = "helpers.exercises.ex01_start_methods",
     timeout: float = 90.0,
     method: str = "spawn",
     wait: float = 20.0,
@@ -176,7 +176,7 @@ def check_ex01(
 
     Notebook 01, its closing programming exercise.
 
-    >>> check_ex01("solutions.ex01_start_methods").passed  # doctest: +ELLIPSIS
+    >>> check_ex01("helpers.solutions.ex01_start_methods").passed  # doctest: +ELLIPSIS
     checking .../solutions/ex01_start_methods.py (takes about 15 s) ...
     True
     """

@@ -75,7 +75,7 @@ def _count(mod: ModuleType, method: str, nprocs: int, n: int, timeout: float, wo
 
 
 def check_ex02(
-    module: str | os.PathLike = "exercises.ex02_shared_tensor",
+    module: str | os.PathLike = "helpers.exercises.ex02_shared_tensor",
     timeout: float = 120.0,
     methods: tuple[str, ...] = ("fork", "spawn"),
     nprocs: int = 4,
@@ -89,7 +89,7 @@ def check_ex02(
 
     Notebook 02, its closing programming exercise.
 
-    >>> check_ex02("solutions.ex02_shared_tensor", methods=("fork",)).passed  # doctest: +ELLIPSIS
+    >>> check_ex02("helpers.solutions.ex02_shared_tensor", methods=("fork",)).passed  # doctest: +ELLIPSIS
     checking .../solutions/ex02_shared_tensor.py (takes about 25 s) ...
     True
     """

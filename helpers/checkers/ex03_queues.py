@@ -129,7 +129,7 @@ def _judge_consume(module: str, method: str, timeout: float) -> str:
 
 
 def check_ex03(
-    module: str | os.PathLike = "exercises.ex03_queues",
+    module: str | os.PathLike = "helpers.exercises.ex03_queues",
     timeout: float = 60.0,
     method: str = "spawn",
 ) -> CheckResult:
@@ -143,7 +143,7 @@ def check_ex03(
 
     Notebook 03, its closing programming exercise.
 
-    >>> check_ex03("solutions.ex03_queues", method="fork", timeout=20).passed  # doctest: +ELLIPSIS
+    >>> check_ex03("helpers.solutions.ex03_queues", method="fork", timeout=20).passed  # doctest: +ELLIPSIS
     checking .../solutions/ex03_queues.py (takes about 20 s) ...
     True
     """

@@ -155,7 +155,7 @@ def _check_fork_safe(module: str, report: Report, timeout: float, size: int) -> 
 
 
 def check_ex04(
-    module: str | os.PathLike = "exercises.ex04_fork_safe",
+    module: str | os.PathLike = "helpers.exercises.ex04_fork_safe",
     timeout: float = 15.0,
     size: int = 4_000_000,
     parent_timeout: float | None = None,
@@ -171,7 +171,7 @@ def check_ex04(
 
     Notebook 04, its closing programming exercise.
 
-    >>> check_ex04("solutions.ex04_fork_safe").passed  # doctest: +ELLIPSIS
+    >>> check_ex04("helpers.solutions.ex04_fork_safe").passed  # doctest: +ELLIPSIS
     checking .../solutions/ex04_fork_safe.py (takes about 10 s) ...
     True
     """

@@ -137,13 +137,13 @@ def _judge_shared_model(mod: ModuleType, seed: int, steps: int, timeout: float) 
 
 
 def check_ex05(
-    module: str | os.PathLike = "exercises.ex05_hogwild", timeout: float = 60.0, steps: int = 30
+    module: str | os.PathLike = "helpers.exercises.ex05_hogwild", timeout: float = 60.0, steps: int = 30
 ) -> CheckResult:
     """Check exercise 05: per-rank seeding, decreasing loss, and updates that reach the shared model.
 
     Notebook 05, its closing programming exercise.
 
-    >>> check_ex05("solutions.ex05_hogwild").passed  # doctest: +ELLIPSIS
+    >>> check_ex05("helpers.solutions.ex05_hogwild").passed  # doctest: +ELLIPSIS
     checking .../solutions/ex05_hogwild.py (takes about 10 s) ...
     True
     """

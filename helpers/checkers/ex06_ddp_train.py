@@ -69,13 +69,15 @@ def _trained_state(module: str, timeout: float) -> dict:
     return state
 
 
-def check_ex06(module: str | os.PathLike = "exercises.ex06_ddp_train", timeout: float = 180.0) -> CheckResult:
+def check_ex06(
+    module: str | os.PathLike = "helpers.exercises.ex06_ddp_train", timeout: float = 180.0
+) -> CheckResult:
     """Check exercise 06: ``launch(2, path)`` trains in 2 real ranks and rank 0's weights equal one
     process trained with batches twice as large.
 
     Notebook 06, its closing programming exercise. Each run starts 2 spawn ranks (seconds).
 
-    >>> check_ex06("solutions.ex06_ddp_train").passed  # doctest: +SKIP
+    >>> check_ex06("helpers.solutions.ex06_ddp_train").passed  # doctest: +SKIP
     True
     """
     module = importable(module)  # a module name, or the path start_exercise returned

@@ -80,13 +80,13 @@ def _judge(got: list[int], start: int, end: int, workers: int) -> str:
 
 
 def check_ex07(
-    module: str | os.PathLike = "exercises.ex07_iterable_sharding", timeout: float = 60.0
+    module: str | os.PathLike = "helpers.exercises.ex07_iterable_sharding", timeout: float = 60.0
 ) -> CheckResult:
     """Check exercise 07: every sample comes out of a multi-worker DataLoader exactly once.
 
     Notebook 07, its closing programming exercise.
 
-    >>> check_ex07("solutions.ex07_iterable_sharding").passed
+    >>> check_ex07("helpers.solutions.ex07_iterable_sharding").passed
     True
     """
     module = importable(module)  # a module name, or the path start_exercise returned

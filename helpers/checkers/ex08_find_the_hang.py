@@ -159,7 +159,7 @@ def _frames(dump: str) -> list[tuple[str, int, str]]:
 
 
 def check_ex08(
-    module: str | os.PathLike = "exercises.ex08_find_the_hang", timeout: float = 30.0
+    module: str | os.PathLike = "helpers.exercises.ex08_find_the_hang", timeout: float = 30.0
 ) -> CheckResult:
     """Check exercise 08: ``where_it_waits`` finds the line a real stuck job waits on, from its dump.
 
@@ -171,7 +171,7 @@ def check_ex08(
 
     Notebook 08, its closing programming exercise.
 
-    >>> check_ex08("solutions.ex08_find_the_hang").passed
+    >>> check_ex08("helpers.solutions.ex08_find_the_hang").passed
     True
     """
     module = importable(module)  # a module name, or the path start_exercise returned

@@ -146,7 +146,7 @@ def _in_real_agents(module: str, timeout: float, report: Report) -> None:
 
 
 def check_ex09(
-    module: str | os.PathLike = "exercises.ex09_node_roles", timeout: float = 120.0
+    module: str | os.PathLike = "helpers.exercises.ex09_node_roles", timeout: float = 120.0
 ) -> CheckResult:
     """Check exercise 09: ``node_roles(env)`` is right on every node of several clusters.
 

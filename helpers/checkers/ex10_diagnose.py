@@ -61,10 +61,10 @@ _MESSAGES: list[tuple[str, str, str]] = [
 """(message, case, how it was made) for every message the checker tries."""
 
 
-def check_ex10(module: str | os.PathLike = "exercises.ex10_diagnose") -> CheckResult:
+def check_ex10(module: str | os.PathLike = "helpers.exercises.ex10_diagnose") -> CheckResult:
     """Check exercise 10: ``diagnose(message)`` names the case of every message (notebook 10's exercise).
 
-    >>> check_ex10("solutions.ex10_diagnose").passed
+    >>> check_ex10("helpers.solutions.ex10_diagnose").passed
     True
     """
     module = importable(module)  # a module name, or the path start_exercise returned

@@ -97,13 +97,13 @@ def _never_waited(mod: ModuleType) -> bool:
 
 
 def check_ex11(
-    module: str | os.PathLike = "exercises.ex11_gradient_hooks", timeout: float = 120.0
+    module: str | os.PathLike = "helpers.exercises.ex11_gradient_hooks", timeout: float = 120.0
 ) -> CheckResult:
     """Check exercise 11: ``average_in_backward(model)`` makes 2 real ranks train exactly like DDP.
 
     Notebook 11, its closing programming exercise. Each run starts 2 ranks (seconds).
 
-    >>> check_ex11("solutions.ex11_gradient_hooks").passed  # doctest: +SKIP
+    >>> check_ex11("helpers.solutions.ex11_gradient_hooks").passed  # doctest: +SKIP
     True
     """
     module = importable(module)  # a module name, or the path start_exercise returned

@@ -104,7 +104,7 @@ def _trained(module: str, timeout: float) -> dict:
 
 
 def check_ex12(
-    module: str | os.PathLike = "exercises.ex12_zero1_step", timeout: float = 180.0
+    module: str | os.PathLike = "helpers.exercises.ex12_zero1_step", timeout: float = 180.0
 ) -> CheckResult:
     """Check exercise 12: ``shard_of`` lays out the right buffers and slice, and ``launch(2, path)``
     trains in 2 real ranks to the weights (and Adam moment) of DDP with Adam while each rank's Adam
@@ -112,7 +112,7 @@ def check_ex12(
 
     Notebook 12, its closing programming exercise. Starts 2 spawn ranks (seconds).
 
-    >>> check_ex12("solutions.ex12_zero1_step").passed  # doctest: +SKIP
+    >>> check_ex12("helpers.solutions.ex12_zero1_step").passed  # doctest: +SKIP
     True
     """
     module = importable(module)  # a module name, or the path start_exercise returned

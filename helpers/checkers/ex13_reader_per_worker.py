@@ -95,14 +95,14 @@ def _check_after_a_peek(mod: ModuleType, path: Path, timeout: float) -> None:
 
 
 def check_ex13(
-    module: str | os.PathLike = "exercises.ex13_reader_per_worker", timeout: float = 60.0
+    module: str | os.PathLike = "helpers.exercises.ex13_reader_per_worker", timeout: float = 60.0
 ) -> CheckResult:
     """Check exercise 13: no file opened in ``__init__``; every record right with and without workers,
     and when the main process read a record first (each worker opens its own handle: the pid rule).
 
     Notebook 13, its closing programming exercise.
 
-    >>> check_ex13("solutions.ex13_reader_per_worker").passed
+    >>> check_ex13("helpers.solutions.ex13_reader_per_worker").passed
     True
     """
     module = importable(module)  # a module name, or the path start_exercise returned

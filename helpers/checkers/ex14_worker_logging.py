@@ -107,10 +107,10 @@ def _judge(method: str, messages: list[str], written: str) -> None:
         raise Incorrect("DEBUG records reached the queue: the level is INFO")
 
 
-def check_ex14(module: str | os.PathLike = "exercises.ex14_worker_logging") -> CheckResult:
+def check_ex14(module: str | os.PathLike = "helpers.exercises.ex14_worker_logging") -> CheckResult:
     """Check exercise 14: ``configure_worker_logging(queue)`` under fork and spawn (notebook 14's exercise).
 
-    >>> check_ex14("solutions.ex14_worker_logging").passed
+    >>> check_ex14("helpers.solutions.ex14_worker_logging").passed
     True
     """
     module = importable(module)  # a module name, or the path start_exercise returned

@@ -1,8 +1,7 @@
 """Wrong: calls the worker in the parent instead of starting a process for it."""
 
 import torch
-
-from solutions.ex00_first_program import fill_row
+from helpers.solutions.ex00_first_program import fill_row
 
 
 def fill_table(nprocs: int = 4, method: str = "spawn") -> torch.Tensor:

@@ -2,8 +2,7 @@
 
 import torch
 import torch.multiprocessing as mp
-
-from solutions.ex00_first_program import fill_row
+from helpers.solutions.ex00_first_program import fill_row
 
 
 def fill_table(nprocs: int = 4, method: str = "spawn") -> torch.Tensor:

@@ -1,8 +1,7 @@
 """Wrong: the consumer stops at the first sentinel, though every producer sends its own."""
 
 import torch.multiprocessing as mp
-
-from solutions.ex03_queues import producer  # noqa: F401 (the producer is right)
+from helpers.solutions.ex03_queues import producer  # noqa: F401 (the producer is right)
 
 
 def consume(n_producers: int, n_items: int, method: str = "spawn") -> float:

@@ -1,8 +1,7 @@
 """Wrong: joins the producers before reading their items: they wait for the consumer, which waits for them."""
 
 import torch.multiprocessing as mp
-
-from solutions.ex03_queues import producer  # noqa: F401 (the producer is right)
+from helpers.solutions.ex03_queues import producer  # noqa: F401 (the producer is right)
 
 
 def consume(n_producers: int, n_items: int, method: str = "spawn") -> float:

@@ -1,8 +1,7 @@
 """Wrong: the producer never says "no more"."""
 
 import torch
-
-from solutions.ex03_queues import consume  # noqa: F401
+from helpers.solutions.ex03_queues import consume  # noqa: F401
 
 
 def producer(rank: int, q, done, n_items: int) -> None:

@@ -2,8 +2,7 @@
 
 import torch
 import torch.multiprocessing as mp
-
-from solutions.ex04_fork_safe import fork_safe_sum  # noqa: F401 (part 1 is right)
+from helpers.solutions.ex04_fork_safe import fork_safe_sum  # noqa: F401 (part 1 is right)
 
 
 def worker(rank: int, device: str, results) -> None:

@@ -1,8 +1,7 @@
 """Wrong: starts workers that may use CUDA as fork children."""
 
 import torch.multiprocessing as mp
-
-from solutions.ex04_fork_safe import fork_safe_sum, worker  # noqa: F401 (the worker is right)
+from helpers.solutions.ex04_fork_safe import fork_safe_sum, worker  # noqa: F401 (the worker is right)
 
 
 def run_workers(n_workers: int = 2) -> list[tuple[int, str, float]]:

@@ -1,6 +1,6 @@
 """Wrong: reads the first line of a traceback (mp.spawn's wrapper), not the error at its end."""
 
-from solutions.ex10_diagnose import SIGNS
+from helpers.solutions.ex10_diagnose import SIGNS
 
 
 def diagnose(message: str) -> str:
