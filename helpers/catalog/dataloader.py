@@ -239,6 +239,53 @@ if __name__ == "__main__":
         reproduction="""\
 import multiprocessing
 import os
+
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Data(Dataset):
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        if i == 0:
+            os._exit(0)  # a library that calls exit in the worker: no exception, no signal
+        return torch.tensor(i)
+
+
+if __name__ == "__main__":
+    loader = DataLoader(Data(), batch_size=2, num_workers=1,
+                        multiprocessing_context=multiprocessing.get_context("fork"))
+    print([batch.tolist() for batch in loader])
+""",
+        pattern=r"(?:RuntimeError:\s+)?DataLoader worker \(pid\(s\) [\d, ]+\) exited unexpectedly",
+        rank=-1,
+    ),
+    Entry(
+        id="dataloader_worker_killed_by_signal",
+        message="RuntimeError: DataLoader worker (pid 7523) is killed by signal: Killed.",
+        pattern=r"DataLoader worker \(pid \d+\) is killed by signal: (?!Bus error)\w",
+        cause=(
+            "A DataLoader worker process was ended by a signal, which torch names after the signal's "
+            "description. `Killed` is SIGKILL, which nothing inside the worker can catch: almost always the "
+            "kernel's out-of-memory killer (host memory, not GPU memory: each worker holds its own copy of "
+            "what it touches), or a container's memory limit. `Segmentation fault` or `Aborted` is a crash "
+            "in native code in the worker (a library that is not safe to use after fork, a bad extension). "
+            "`Bus error` is a full /dev/shm, with an entry of its own."
+        ),
+        fix=(
+            "For `Killed`: check `dmesg` or `journalctl -k` for `Out of memory: Killed process`; then fewer "
+            "workers (`num_workers`), a smaller `prefetch_factor`, and large data kept out of the Dataset "
+            "object (load it lazily, or hold it as NumPy arrays or tensors rather than Python lists, whose "
+            "reference counts make fork's shared pages private). For a crash: rerun with `num_workers=0` to "
+            "see it in the main process, or try `multiprocessing_context='spawn'`."
+        ),
+        teaches="10_field_guide.ipynb#appendix-g-a-worker-killed-by-the-out-of-memory-killer",
+        sites=("torch/lib/libtorch_python.so::dataloader-worker-pid-_-is-killed-by-signal-_",),
+        reproduction="""\
+import multiprocessing
+import os
 import signal
 
 import torch
@@ -260,8 +307,6 @@ if __name__ == "__main__":
                         multiprocessing_context=multiprocessing.get_context("fork"))
     print([batch.tolist() for batch in loader])
 """,
-        pattern=r"(?:RuntimeError:\s+)?DataLoader worker \(pid\(s\) [\d, ]+\) exited unexpectedly",
-        rank=-1,
     ),
     Entry(
         id="dataloader_worker_exit_code",

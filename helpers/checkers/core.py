@@ -18,6 +18,7 @@ passed
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import inspect
@@ -305,7 +306,7 @@ def importable(module: str | os.PathLike) -> str:
     >>> importable("helpers.solutions.ex10_diagnose")
     'helpers.solutions.ex10_diagnose'
     >>> importable(checkout_root() / "exercises" / "ex10_diagnose.py")
-    'exercises.ex10_diagnose'
+    'helpers.exercises.ex10_diagnose'
     """
     if not os.fspath(module).endswith(".py"):
         return os.fspath(module)
@@ -314,6 +315,11 @@ def importable(module: str | os.PathLike) -> str:
         raise FileNotFoundError(f"{path} does not exist: start_exercise('exNN') writes the starter")
     package = (path.parent / "__init__.py").is_file()
     name = f"{path.parent.name}.{path.stem}" if package else path.stem
+    if package and path.parent.name in ("exercises", "solutions"):  # the package's own: any process finds it
+        with contextlib.suppress(ImportError, ValueError):
+            installed = importlib.util.find_spec(f"helpers.{name}")
+            if installed is not None and Path(installed.origin or "").resolve() == path:
+                return f"helpers.{name}"
     folder = str(path.parent.parent if package else path.parent)
     try:
         spec = importlib.util.find_spec(name)
