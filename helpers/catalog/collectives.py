@@ -11,8 +11,10 @@ ENTRIES: tuple[Entry, ...] = (
     Entry(
         id="gloo_recv_timeout",
         message="Timed out waiting 5000ms for recv operation to complete",
+        pattern=r"Timed out waiting \d+ms for (?:recv|send) operation to complete",
         cause=(
-            "A gloo collective on this rank waited for data from another rank longer than the group's "
+            "A gloo collective or send/recv on this rank waited for another rank (to receive its data, or "
+            "for it to take ours: `send operation`) longer than the group's "
             "`timeout` (`init_process_group(timeout=...)`, 30 minutes by default for gloo): the other rank "
             "is alive but not in the same collective. One common reason is uneven inputs: a rank ran out "
             "of batches and went on (to evaluate, to save) while this one still all-reduces; others are a "
