@@ -16,10 +16,10 @@ ENTRIES: tuple[Entry, ...] = (
         ),
         cause=(
             "The parent process initialized CUDA before it forked (any CUDA call counts, even "
-            "`torch.cuda.is_available()` or `device_count()`, which start the driver), and the forked "
+            "`torch.cuda.is_available()`, which starts the driver), and the forked "
             "child then made its own CUDA call. A CUDA context cannot be copied into a forked child, so "
             "torch marks every child forked after CUDA started as unable to use CUDA (also in DataLoader "
-            "workers and `mp.Pool`, which fork by default on Linux)."
+            "workers and `mp.Pool`, which fork by default on Linux before Python 3.14)."
         ),
         fix=(
             'Start children with spawn (or forkserver): `mp.get_context("spawn").Process(...)`, '
@@ -80,8 +80,9 @@ if __name__ == "__main__":
         ),
         cause=(
             "A process tried to pass on a CUDA tensor that it had itself received from another process. "
-            "torch shares a CUDA tensor by a CUDA IPC handle to the sender's memory, and only the process "
-            "that allocated the memory may hand out such handles. A `Manager().Queue()` does this "
+            "torch shares a CUDA tensor as a CUDA IPC handle to memory that the allocating process keeps "
+            "alive and reference-counts, and it refuses to share again a storage that arrived that way "
+            "(its `received_cuda` flag). A `Manager().Queue()` does this "
             "implicitly: its server process receives the tensor and sends it on (the error then comes "
             "back as a `RemoteError`)."
         ),
@@ -110,8 +111,8 @@ if __name__ == "__main__":
         cause=(
             "A process received a CUDA tensor allocated with `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`. "
             "Such memory is shared as file descriptors that the receiver copies out of the sender with the "
-            "`pidfd_open` and `pidfd_getfd` system calls, and this kernel has none (ENOSYS: Linux before "
-            "5.6, or a sandbox such as gVisor that does not implement them)."
+            "`pidfd_open` and `pidfd_getfd` system calls, and this kernel has not got them (ENOSYS: "
+            "`pidfd_getfd` came with Linux 5.6, `pidfd_open` with 5.3)."
         ),
         fix=(
             "Turn expandable segments off in the sending process: "
@@ -197,15 +198,16 @@ if __name__ == "__main__":
             "GPU devices are not known"
         ),
         cause=(
-            "ProcessGroupNCCL had to create a communicator without knowing which GPU this rank uses: the "
-            "collective carried no CUDA tensor from which to take the device, and the group was not bound "
-            "to one (`device_id` not given to `init_process_group`)."
+            "ProcessGroupNCCL names a communicator after the GPUs of the tensors passed to the collective "
+            "and found none: the collective got an empty list of tensors (in older torch, whose NCCL "
+            "collectives took a list of tensors on several GPUs), so it could not tell which GPU to build "
+            "the communicator on. It is a sanity check before the communicator is created."
         ),
         fix=(
-            "Bind each rank to its GPU before the first collective: `torch.cuda.set_device(local_rank)` "
-            'and `init_process_group("nccl", device_id=torch.device("cuda", local_rank))`; pass CUDA '
-            "tensors to NCCL collectives (CPU tensors go to a gloo group, e.g. "
-            '`backend="cpu:gloo,cuda:nccl"`).'
+            "Pass at least one CUDA tensor, on this rank's GPU, to every NCCL collective (never an empty "
+            "list), and bind each rank to its GPU first: `torch.cuda.set_device(local_rank)` and "
+            '`init_process_group("nccl", device_id=torch.device("cuda", local_rank))`. CPU tensors '
+            'go to a gloo group (`backend="cpu:gloo,cuda:nccl"`).'
         ),
         sites=(
             "torch/lib/libtorch_cuda.so::not-able-to-create-get-the-nccl-communicator-since-the-gpu-devices-are-not-known",
@@ -264,7 +266,7 @@ if __name__ == "__main__":
             '`init_process_group("nccl", device_id=torch.device("cuda", local_rank))`; start at most '
             "as many ranks per node as GPUs (`--nproc-per-node`)."
         ),
-        teaches="06_ddp_mp_spawn.ipynb#a-real-run-snapshots-and-gpus-train",
+        teaches="13_field_guide_workers_and_machine.ipynb#appendix-b-cuda-between-processes-on-a-gpu",
         sites=(
             "torch/lib/libtorch_cuda.so::ncclinvalidusage-this-usually-reflects-invalid-usage-of-nccl-library",
         ),
