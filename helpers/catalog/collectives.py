@@ -139,7 +139,8 @@ if __name__ == "__main__":
             "Read the log of the rank at that address first: if it crashed, fix that error. If it simply "
             "finished, make every rank run the same number of steps (`DistributedSampler(drop_last=True)`, "
             "or agree on the count with `all_reduce(steps, op=ReduceOp.MIN)`; DDP's `join()` for uneven "
-            "inputs), and end with `dist.barrier()` then `destroy_process_group()` on every rank."
+            "inputs), wait for every `isend`/`irecv` (`work.wait()`) before a rank returns, and end with "
+            "`dist.barrier()` then `destroy_process_group()` on every rank."
         ),
         teaches="10_field_guide.ipynb#a-ddp-job-hangs-at-the-end-of-an-epoch-uneven-inputs",
         sites=("torch/lib/libtorch_cpu.so::connection-reset-by-peer",),
@@ -248,7 +249,8 @@ if __name__ == "__main__":
             "Look at what the named ranks were doing (their logs, `py-spy dump --pid`): make them call "
             "the same collective, in the same order, as every other rank (no collectives under a rank-only "
             "branch), or fix what holds them up. `wait_all_ranks=True` lists every missing rank, not "
-            "only the first."
+            "only the first. On torch 2.15.0 a DDP model on gloo crashes under `TORCH_DISTRIBUTED_DEBUG=DETAIL` "
+            "(SIGSEGV in DDP's constructor, checked): use DETAIL on the collectives without DDP."
         ),
         teaches="10_field_guide.ipynb#a-collective-called-on-one-rank-only",
         reproduction="""\
@@ -562,7 +564,8 @@ if __name__ == "__main__":
         cause=(
             "gloo received more bytes from another rank than this rank's tensor holds: the ranks ran a "
             "collective (or send/recv) with tensors of different sizes or dtypes, or different collectives "
-            "at the same step. It is raised on gloo's own thread, so the process aborts (`terminate called "
+            "at the same step (a receiver whose tensor is the larger one gets no error at all, only a "
+            "partly filled tensor: checked with broadcast). It is raised on gloo's own thread, so the process aborts (`terminate called "
             "after throwing an instance of 'gloo::EnforceNotMet'`, SIGABRT, exit code -6) and the other "
             "ranks then see `Connection reset by peer`."
         ),
@@ -844,7 +847,7 @@ if __name__ == "__main__":
             "one-rank work (evaluation, saving) a `dist.barrier()` after it and a larger "
             "`init_process_group(timeout=...)`. To find the place: `TORCH_NCCL_TRACE_BUFFER_SIZE=2000` "
             "(the flight recorder), `TORCH_DISTRIBUTED_DEBUG=DETAIL`, `NCCL_DEBUG=INFO`; the same "
-            "mistake on gloo/CPU fails at once with a named rank."
+            "mistake, run with gloo on CPU under DETAIL, names the rank."
         ),
         teaches="10_field_guide.ipynb#a-collective-called-on-one-rank-only",
         sites=(
