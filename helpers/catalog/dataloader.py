@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from helpers.catalog import Entry
 
+__all__ = ["ENTRIES"]  # helpers.catalog.entries() reads it
+
 ENTRIES: tuple[Entry, ...] = (
     Entry(
         id="handle_in_init",
