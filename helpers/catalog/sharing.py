@@ -344,9 +344,9 @@ if __name__ == "__main__":
         cause=(
             "This Python was built without working POSIX named semaphores (Android and Termux, some "
             "embedded, BSD or WebAssembly builds), so `multiprocessing.synchronize` cannot be imported: "
-            "every Lock, Queue, Pool, Manager and DataLoader with workers needs it. On Linux with a "
-            "missing or read-only `/dev/shm` (AWS Lambda, some sandboxes) the import works and making a "
-            "Lock fails instead (`OSError: [Errno 38] Function not implemented`)."
+            "every Lock, Queue, Pool, Manager and DataLoader with workers needs it. On Linux without a "
+            "usable `/dev/shm` (AWS Lambda, for one) the import works and making a Lock fails instead "
+            "(`OSError: [Errno 38] Function not implemented` on Lambda)."
         ),
         fix=(
             "Run without process-based parallelism there: `DataLoader(num_workers=0)`, threads "

@@ -21,12 +21,12 @@ ENTRIES: tuple[Entry, ...] = (
             r"|module '__(?:mp_)?main__' has no attribute '\w+')"
         ),
         cause=(
-            "A spawn or forkserver child starts a fresh interpreter and unpickles its target by name: "
-            "`__main__.worker`. When the parent's `__main__` has no file to import (a notebook, the REPL, "
-            "`python -c`, `python - < file`), the child's `__main__` is empty and the name is not there; "
-            'a function defined under the script\'s `if __name__ == "__main__":` fails the same way '
-            "(`<module '__mp_main__' from ...>`). Python 3.10-3.13 print `Can't get attribute`, 3.14 and "
-            "3.15 `module '__main__' has no attribute`."
+            "A spawn or forkserver child cannot find the worker function, because it was defined in a "
+            "notebook, the REPL or `python -c`. The child starts a fresh interpreter and unpickles its "
+            "target by name (`__main__.worker`); when the parent's `__main__` has no file to import, the "
+            "child's `__main__` is empty. A function defined under the script's `if __name__ == "
+            "\"__main__\":` fails the same way (`<module '__mp_main__' from ...>`). Python 3.10-3.13 print "
+            "`Can't get attribute`, 3.14 and 3.15 `module '__main__' has no attribute`."
         ),
         fix=(
             "Define the worker in a module that the child can import (`workers.py` beside the notebook, "
@@ -78,12 +78,12 @@ if __name__ == "__main__":
         id="no_main_guard",
         message="current process has finished its bootstrapping phase.",
         cause=(
-            "A spawn or forkserver child imports the parent's script (as `__mp_main__`) to find the "
-            "worker, and runs its top level again; a script that starts a process at its top level, "
-            'outside `if __name__ == "__main__":`, makes the child start one too, which multiprocessing '
-            "refuses while the child is still starting (`RuntimeError: An attempt has been made to start "
-            "a new process before the` is the line above). Spawn is the default on macOS and Windows, "
-            "forkserver on Linux from Python 3.14."
+            'A script starts processes at its top level, outside `if __name__ == "__main__":`. A spawn '
+            "or forkserver child imports the script (as `__mp_main__`) to find the worker, runs that top "
+            "level again and would start a process too, which multiprocessing refuses while the child is "
+            "still starting (the line above reads `RuntimeError: An attempt has been made to start a new "
+            "process before the`). Spawn is the default on macOS and Windows, forkserver on Linux from "
+            "Python 3.14."
         ),
         fix=(
             "Put everything that starts processes (and the code that should run once) under `if __name__ "
@@ -187,11 +187,11 @@ if __name__ == "__main__":
         ),
         pattern=r"A SemLock created in a \w+ context is being shared with a process in a \w+ context",
         cause=(
-            'A Lock, Event, Semaphore, Condition or Queue made with one context (`get_context("fork")`, or '
-            "the default) is passed to a process of another (`spawn`, `forkserver`): the child's start "
-            "pickles it, which CPython refuses since 3.11.5 and 3.12 (cpython#77377; earlier versions let "
-            "it through and the child could crash with SIGSEGV). Python 3.14 changed Linux's default to "
-            "forkserver, so code that mixes `mp.Lock()` with an explicit fork context now meets it."
+            "A Lock, Event, Semaphore, Condition or Queue made with one start method's context was passed "
+            'to a process of another (a `get_context("fork")` lock to a spawn child). Starting the child '
+            "pickles it, which CPython refuses since 3.11.5 and 3.12 (cpython#77377; 3.10.13 lets it "
+            "through and the child dies of SIGSEGV). Python 3.14 changed Linux's default to forkserver, "
+            "so code that mixes `mp.Lock()` with an explicit fork context now meets it."
         ),
         fix=(
             "Make the synchronization objects with the context of the processes that use them: `ctx = "
@@ -443,9 +443,9 @@ if __name__ == "__main__":
             "A bare `EOFError` from multiprocessing: a `recv()` found the other end of a Pipe or "
             "connection closed before a message came, because the process at that end exited or died "
             "(a crash, `os._exit`, the OOM killer) or closed its end. `Manager()` raises it when its "
-            "server process died while starting (look above for that process's traceback); a tensor "
-            "received under the `file_descriptor` strategy, when the process that sent it exited before "
-            "the receiver fetched its file descriptor."
+            "server process died while starting (look above for that process's traceback); passing a file "
+            "descriptor (a shared tensor under the `file_descriptor` strategy), when the sending process "
+            "closed the connection before the descriptor arrived."
         ),
         fix=(
             "Find why the peer ended: its `exitcode` (negative: the signal that killed it; -9 is often "
@@ -524,9 +524,9 @@ if __name__ == "__main__":
         cause=(
             "A multiprocessing connection read a length prefix larger than it accepts: the peer does not "
             "speak multiprocessing's protocol. Typically a `Client` or manager pointed at an address "
-            "where another kind of server listens (a web server, a TCPStore), or a port scanner or health "
-            "check connecting to a manager's or `Listener`'s port (the manager then prints it in a "
-            "thread's traceback); or a message longer than the `maxlength` given to `recv_bytes`."
+            "where another kind of server listens (a web server, a TCPStore); `Listener.accept()` raises it "
+            "when a port scanner or a health check connects to the listener's port; or a message was "
+            "longer than the `maxlength` given to `recv_bytes`."
         ),
         fix=(
             "Check the address and port the client connects to, and that only multiprocessing clients "
@@ -654,8 +654,7 @@ if __name__ == "__main__":
         rank=-1,
         cause=(
             "A bare `Full`: `queue.put(timeout=...)` or `put_nowait()` on a Queue made with `maxsize` "
-            "found no room in time, because the consumer died, hangs or is slower than the producer. On "
-            "macOS a Queue without `maxsize` holds at most 32,767 items (the semaphore's limit)."
+            "found no room in time, because the consumer died, hangs or is slower than the producer."
         ),
         fix=(
             "Check the consumer (`is_alive()`, its `exitcode` and traceback) when `put` times out; size "
