@@ -740,6 +740,7 @@ if __name__ == "__main__":
         ),
         sites=(_CPYTHON + "managers.py::BaseManager.__enter__::ProcessError::unable-to-start-server",),
         reproduction="""\
+import multiprocessing as mp
 from multiprocessing.managers import BaseManager
 
 
@@ -749,10 +750,11 @@ class QueueManager(BaseManager):
 
 
 if __name__ == "__main__":
-    with QueueManager(address=("127.0.0.1", 0), authkey=b"secret"):
+    with QueueManager(address=("127.0.0.1", 0), authkey=b"secret", ctx=mp.get_context("fork")):
         pass
 """,
         fixed="""\
+import multiprocessing as mp
 from multiprocessing.managers import BaseManager
 
 
@@ -763,7 +765,7 @@ class QueueManager(BaseManager):
 
 
 if __name__ == "__main__":
-    with QueueManager(address=("127.0.0.1", 0), authkey=b"secret") as manager:
+    with QueueManager(address=("127.0.0.1", 0), authkey=b"secret", ctx=mp.get_context("fork")) as manager:
         print("server at", manager.address)
 """,
     ),
