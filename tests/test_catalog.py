@@ -27,6 +27,7 @@ TRACEBACKS = sorted((ROOT / "tests" / "data" / "tracebacks").glob("*.txt"))
 REPRODUCIBLE = [e for e in entries() if e.reproduction]
 FIXED = [e for e in entries() if e.fixed]
 _, ROWS = inv.read_inventory()
+CANNOT_RUN_HERE = 77  # a reproduction's exit code when the machine refuses what it needs (a user namespace)
 
 
 def test_entries_are_well_formed() -> None:
@@ -91,6 +92,8 @@ def server(long_lived_processes):
 @pytest.mark.parametrize("e", REPRODUCIBLE, ids=lambda e: e.id)
 def test_the_reproduction_prints_the_message(server, e: catalog.Entry) -> None:
     output, code = server.run(e.reproduction, timeout=90, name=e.id)
+    if code == CANNOT_RUN_HERE:
+        pytest.skip(f"{e.id}: this machine cannot run it: {output.strip()[-300:]}")
     assert e.search(output), f"{e.id}: the message is not in what the reproduction printed:\n{output[-3000:]}"
     assert matches(output)[0].id == e.id, f"explain names another entry first:\n{report(output)}"
 

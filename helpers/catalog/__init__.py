@@ -11,7 +11,8 @@ a notebook section explains; docs/errors.md is generated from them.
 A **reproduction** is a standalone script (plain torch and the standard library, the main guard, bounded
 waits) that makes torch print the message on a Linux CPU: :func:`reproduce` runs it in a fresh
 interpreter with a deadline (``tests/test_catalog.py`` runs them all from one interpreter that has
-torch imported already). ``fixed`` is the same script with the fix: it runs clean. An entry that no
+torch imported already; a script that exits 77 says this machine refuses what it needs, such as a
+user namespace, and is skipped). ``fixed`` is the same script with the fix: it runs clean. An entry that no
 Linux CPU can reproduce (NCCL, CUDA IPC, Windows, macOS) says in ``read_from`` where it was read.
 
 Example::
