@@ -118,7 +118,7 @@ def _announced(exercise: str) -> bool:
 
 @pytest.mark.parametrize("name", _slow_where_needed(EXERCISE_MODULES))
 def test_checker_accepts_the_reference_solution(name, capsys):
-    result = _check(name[:4], f"solutions.{name}")
+    result = _check(name[:4], f"helpers.solutions.{name}")
     assert result.passed, str(result)
     assert result.feedback, "a pass says what was verified"
     assert PASS_PHRASE.get(name[:4], "") in result.feedback[-1], str(result)
@@ -131,7 +131,7 @@ def test_checker_accepts_the_reference_solution(name, capsys):
 
 @pytest.mark.parametrize("name", EXERCISE_MODULES)
 def test_starter_file_is_not_attempted_and_does_not_raise(name, capsys):
-    result = _check(name[:4], f"exercises.{name}")
+    result = _check(name[:4], f"helpers.exercises.{name}")
     assert (result.passed, result.attempted) == (False, False), str(result)
     starter = str(Path(exercises.__file__).parent / f"{name}.py")
     assert "not attempted yet" in str(result) and f"graded: {starter}" in str(result)
