@@ -663,4 +663,349 @@ if __name__ == "__main__":
 """,
         teaches="06_ddp_mp_spawn.ipynb#appendix-where-the-rendezvous-listens",
     ),
+    Entry(
+        id="rendezvous_store_unreachable",
+        message=(
+            "torch.distributed.elastic.rendezvous.api.RendezvousConnectionError: The connection to the "
+            "C10d store has failed. See inner exception for details."
+        ),
+        pattern=(
+            r"RendezvousConnectionError: The connection to the C10d store has failed\."
+            r"|RendezvousError: The file creation for C10d store has failed\."
+        ),
+        cause=(
+            "torchrun's agent (`--rdzv-backend=c10d`) could not reach the rendezvous store at "
+            "`--rdzv-endpoint`, or lost it later (the node that hosts it, the first one whose address "
+            "matches the endpoint, exited or crashed). The real reason is the inner exception printed "
+            "above it: a client timeout (nobody listens there yet), 'address in use' on the host, or, "
+            "with `--rdzv-conf store_type=file`, a file path that cannot be created or opened. When "
+            "the inner exception has a catalog entry of its own (a client timeout), read that one."
+        ),
+        fix=(
+            "Read the inner exception above this one. Start the host node (the one whose own address is "
+            "the endpoint) with the same `--rdzv-endpoint=HOST:PORT` and `--rdzv-id`, make HOST:PORT "
+            "reachable from every node (`nc -zv HOST PORT`), or name the host explicitly with "
+            "`--rdzv-conf is_host=1` on it; raise `--rdzv-conf read_timeout=...` when nodes start far "
+            "apart. For `store_type=file`, give a path on a filesystem every node shares and can write."
+        ),
+        sites=(
+            "torch/distributed/elastic/rendezvous/c10d_rendezvous_backend.py::C10dRendezvousBackend._call_store::RendezvousConnectionError::the-connection-to-the-c10d-store-has-failed-see-inner-except",
+            "torch/distributed/elastic/rendezvous/c10d_rendezvous_backend.py::_create_file_store::RendezvousConnectionError::the-connection-to-the-c10d-store-has-failed-see-inner-except",
+            "torch/distributed/elastic/rendezvous/c10d_rendezvous_backend.py::_create_file_store::RendezvousError::the-file-creation-for-c10d-store-has-failed-see-inner-except",
+            "torch/distributed/elastic/rendezvous/c10d_rendezvous_backend.py::_create_tcp_store::RendezvousConnectionError::the-connection-to-the-c10d-store-has-failed-see-inner-except",
+        ),
+        reproduction="""\
+import sys
+
+from torch.distributed.launcher.api import LaunchConfig, elastic_launch
+
+if __name__ == "__main__":
+    config = LaunchConfig(
+        min_nodes=1, max_nodes=1, nproc_per_node=1, run_id="demo", max_restarts=0,
+        # a file store whose endpoint is a folder, not a file path: the store cannot open it
+        rdzv_backend="c10d", rdzv_endpoint=".", rdzv_configs={"store_type": "file"},
+    )
+    elastic_launch(config, sys.executable)("-c", "pass")
+""",
+        fixed="""\
+import sys
+
+from torch.distributed.launcher.api import LaunchConfig, elastic_launch
+
+if __name__ == "__main__":
+    config = LaunchConfig(
+        min_nodes=1, max_nodes=1, nproc_per_node=1, run_id="demo", max_restarts=0,
+        # a path to a file (on a filesystem every node shares, for several nodes)
+        rdzv_backend="c10d", rdzv_endpoint="rendezvous_store", rdzv_configs={"store_type": "file"},
+    )
+    elastic_launch(config, sys.executable)("-c", "pass")
+""",
+        rank=-1,
+        teaches="09_multi_node.ipynb#1-one-agent-per-node-one-rendezvous",
+    ),
+    Entry(
+        id="rendezvous_join_timeout",
+        message="torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError",
+        pattern=r"^(?:[\w.]+\.)?RendezvousTimeoutError\s*$",
+        cause=(
+            "torchrun's agents wait for `--nnodes` (at least its minimum, `MIN:MAX`) nodes to join the "
+            "rendezvous; fewer joined within the join timeout (600 s by default, `--rdzv-conf "
+            "join_timeout=...`), so this agent gave up. The others were not started, started with a "
+            "different `--rdzv-id` or `--rdzv-endpoint`, or failed before joining. The error carries no "
+            "message."
+        ),
+        fix=(
+            "Start torchrun on every node with the same `--nnodes`, `--rdzv-id`, `--rdzv-backend` and "
+            "`--rdzv-endpoint`, within the join timeout of each other (raise `--rdzv-conf "
+            "join_timeout=1800` when a scheduler starts nodes far apart); or make `--nnodes` match the "
+            "nodes you start (`--nnodes=1:4` lets fewer start)."
+        ),
+        sites=(
+            "torch/distributed/elastic/rendezvous/dynamic_rendezvous.py::_DistributedRendezvousOpExecutor.run::RendezvousTimeoutError::-",
+        ),
+        reproduction=f"""\
+import socket
+import sys
+
+from torch.distributed.launcher.api import LaunchConfig, elastic_launch
+
+if __name__ == "__main__":
+{_FREE_PORT}
+    config = LaunchConfig(
+        min_nodes=2, max_nodes=2, nproc_per_node=1, run_id="demo", max_restarts=0,  # two nodes...
+        rdzv_backend="c10d", rdzv_endpoint=f"127.0.0.1:{{port}}", rdzv_configs={{"join_timeout": 2}},
+    )
+    elastic_launch(config, sys.executable)("-c", "pass")  # ...and only this one starts
+""",
+        fixed=f"""\
+import socket
+import sys
+
+from torch.distributed.launcher.api import LaunchConfig, elastic_launch
+
+if __name__ == "__main__":
+{_FREE_PORT}
+    config = LaunchConfig(
+        min_nodes=1, max_nodes=1, nproc_per_node=1, run_id="demo", max_restarts=0,  # the nodes started
+        rdzv_backend="c10d", rdzv_endpoint=f"127.0.0.1:{{port}}", rdzv_configs={{"join_timeout": 2}},
+    )
+    elastic_launch(config, sys.executable)("-c", "pass")
+""",
+        teaches="09_multi_node.ipynb#1-one-agent-per-node-one-rendezvous",
+    ),
+    Entry(
+        id="rendezvous_closed",
+        message="torch.distributed.elastic.rendezvous.api.RendezvousClosedError",
+        pattern=(
+            r"^(?:[\w.]+\.)?RendezvousClosedError\s*$"
+            r"|The rendezvous '[^'\n]*' is closed, terminating pending rendezvous\."
+        ),
+        cause=(
+            "The rendezvous of this `--rdzv-id` was closed: another agent of the job finished, or failed "
+            "for good (out of `--max-restarts`), and closed it so that no new round starts. An agent that "
+            "joins or restarts after that gets this error; a spare node waiting beyond `--nnodes`'s "
+            "maximum is told 'is closed, terminating pending rendezvous' (logged at INFO) and exits."
+        ),
+        fix=(
+            "Look at the other nodes' output for the failure that ended the job. To run again, start all "
+            "nodes with a new `--rdzv-id` (the closed state stays in the store while its host lives); "
+            "do not start a node into a job that has already finished."
+        ),
+        sites=(
+            "torch/distributed/elastic/rendezvous/dynamic_rendezvous.py::_DistributedRendezvousOpExecutor.run::RendezvousClosedError::-",
+            "torch/distributed/elastic/rendezvous/dynamic_rendezvous.py::_RendezvousJoinOp.__call__::RendezvousGracefulExitError::the-rendezvous-_-is-closed-terminating-pending-rendezvous",
+        ),
+        reproduction=f"""\
+import socket
+
+from torch.distributed.elastic.rendezvous import RendezvousParameters
+from torch.distributed.elastic.rendezvous.registry import get_rendezvous_handler
+
+if __name__ == "__main__":
+{_FREE_PORT}
+    params = RendezvousParameters(backend="c10d", endpoint=f"127.0.0.1:{{port}}", run_id="demo",
+                                  min_nodes=1, max_nodes=1, join_timeout=5)
+    handler = get_rendezvous_handler(params)
+    handler.set_closed()  # what an agent does when the job ends or fails for good
+    handler.next_rendezvous()  # a node that joins (or restarts) after that
+""",
+        fixed=f"""\
+import socket
+
+from torch.distributed.elastic.rendezvous import RendezvousParameters
+from torch.distributed.elastic.rendezvous.registry import get_rendezvous_handler
+
+if __name__ == "__main__":
+{_FREE_PORT}
+    params = RendezvousParameters(backend="c10d", endpoint=f"127.0.0.1:{{port}}", run_id="demo-2",
+                                  min_nodes=1, max_nodes=1, join_timeout=5)
+    handler = get_rendezvous_handler(params)  # a new run id: a fresh rendezvous
+    info = handler.next_rendezvous()
+    print("rank", info.rank, "of", info.world_size)
+    handler.shutdown()
+""",
+        teaches="09_multi_node.ipynb#appendix-no-restarts-left-and-the-error-file",
+    ),
+    Entry(
+        id="rendezvous_keep_alive_failed",
+        message=(
+            "The node 'node1_4242_0' has failed to send a keep-alive heartbeat to the rendezvous 'job1' "
+            "due to an error of type RendezvousConnectionError."
+        ),
+        pattern=(
+            r"The node '[^'\n]*' has failed to send a keep-alive heartbeat to the rendezvous '[^'\n]*' "
+            r"due to an error of type \w+\."
+        ),
+        cause=(
+            "Each torchrun agent writes a heartbeat into the rendezvous store every few seconds (5 s by "
+            "default) so that the others know it is alive; this write failed. The store lives in the "
+            "host node's agent: that node exited, crashed or was preempted, or the network to it broke. "
+            "Agents whose heartbeat stops for long are dropped from the rendezvous."
+        ),
+        fix=(
+            "Find out why the host node (the one named by `--rdzv-endpoint`) went away: its own output, "
+            "the scheduler's log. With `--max-restarts` the survivors re-rendezvous only if the store is "
+            "still there, so run the store where it outlives a node (an endpoint on a stable machine, or "
+            "the etcd backend)."
+        ),
+        sites=(
+            "torch/distributed/elastic/rendezvous/dynamic_rendezvous.py::DynamicRendezvousHandler._keep_alive::log.warning::the-node-_-has-failed-to-send-a-keep-alive-heartbeat-to-the-",
+        ),
+        read_from="torch/distributed/elastic/rendezvous/dynamic_rendezvous.py (DynamicRendezvousHandler._keep_alive)",
+        teaches="09_multi_node.ipynb#appendix-a-node-lost",
+    ),
+    Entry(
+        id="etcd_unreachable",
+        message=(
+            "torch.distributed.elastic.rendezvous.api.RendezvousConnectionError: The connection to etcd "
+            "has failed. See inner exception for details."
+        ),
+        pattern=r"RendezvousConnectionError: The connection to etcd has failed\.",
+        cause=(
+            "With `--rdzv-backend=etcd-v2`, the agent could not reach the etcd server at "
+            "`--rdzv-endpoint` (or a read or write to it timed out): etcd is not running there, the "
+            "address or port is wrong, TLS settings do not match, or the network drops it. The inner "
+            "exception (an `etcd.EtcdException` or urllib3 timeout) above says which."
+        ),
+        fix=(
+            "Check that etcd serves the v2 API at that endpoint (`curl http://HOST:2379/version`; start "
+            "etcd 3.x with `--enable-v2`), and pass `--rdzv-conf protocol=https,cacert=...,cert=...,"
+            "key=...` when it uses TLS; or switch to `--rdzv-backend=c10d`, which needs no etcd."
+        ),
+        sites=(
+            "torch/distributed/elastic/rendezvous/etcd_rendezvous_backend.py::EtcdRendezvousBackend.get_state::RendezvousConnectionError::the-connection-to-etcd-has-failed-see-inner-exception-for-de",
+            "torch/distributed/elastic/rendezvous/etcd_rendezvous_backend.py::EtcdRendezvousBackend.set_state::RendezvousConnectionError::the-connection-to-etcd-has-failed-see-inner-exception-for-de",
+            "torch/distributed/elastic/rendezvous/etcd_rendezvous_backend.py::_create_etcd_client::RendezvousConnectionError::the-connection-to-etcd-has-failed-see-inner-exception-for-de",
+        ),
+        read_from=(
+            "torch/distributed/elastic/rendezvous/etcd_rendezvous_backend.py (get_state, set_state, "
+            "_create_etcd_client); no etcd server (nor the python-etcd package) here"
+        ),
+    ),
+    Entry(
+        id="etcd_store_key_timeout",
+        message="LookupError: Timeout while waiting for keys in EtcdStore",
+        pattern=r"LookupError: (?:Timeout while waiting for keys in EtcdStore|Key \S+ not found in EtcdStore)",
+        cause=(
+            "With the etcd rendezvous, the store the workers get (through `init_process_group`'s env:// "
+            "rendezvous under torchrun) is an EtcdStore; a `get` or `wait` for a key that another rank "
+            "was to publish timed out: that rank failed, is slow, or never publishes it."
+        ),
+        fix=(
+            "Look at the other ranks' output for their first error; raise the timeout if they are only "
+            "slow (`init_process_group(timeout=...)`); make every rank make the same store calls."
+        ),
+        sites=(
+            "torch/distributed/elastic/rendezvous/etcd_store.py::EtcdStore.get::LookupError::key-_-not-found-in-etcdstore",
+            "torch/distributed/elastic/rendezvous/etcd_store.py::EtcdStore.wait::LookupError::timeout-while-waiting-for-keys-in-etcdstore",
+        ),
+        read_from="torch/distributed/elastic/rendezvous/etcd_store.py (EtcdStore.get, EtcdStore.wait); no etcd here",
+    ),
+    Entry(
+        id="free_port_socket_failed",
+        message="RuntimeError: Failed to create a socket",
+        pattern=r"RuntimeError: Failed to create a socket$|^[^\n]*Socket creation attempt failed\.",
+        cause=(
+            "torchrun's agent picks a free port for the workers' MASTER_PORT by binding a socket to port "
+            "0, first IPv6 then IPv4; 'Socket creation attempt failed.' is logged for each family that "
+            "fails, and when both fail it raises. IPv6 disabled in the kernel makes the first attempt "
+            "fail (a warning only); both fail when the process is out of file descriptors (`ulimit -n`) "
+            "or sockets are forbidden (a sandbox)."
+        ),
+        fix=(
+            "A warning alone with IPv6 disabled is harmless. If it raises, raise the open-file limit "
+            "(`ulimit -n 65536`) or close the descriptors the launching process leaks, and run where the "
+            "process may open sockets."
+        ),
+        sites=(
+            "torch/distributed/elastic/utils/distributed.py::get_socket_with_port::RuntimeError::failed-to-create-a-socket",
+            "torch/distributed/elastic/utils/distributed.py::get_socket_with_port::log.warning::socket-creation-attempt-failed",
+            "torch/distributed/elastic/utils/distributed.py::get_socket_with_port::log.warning::socket-creation-attempt-failed#2",
+        ),
+        reproduction="""\
+import os
+import resource
+
+from torch.distributed.elastic.utils.distributed import get_free_port
+
+if __name__ == "__main__":
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))
+    held = []
+    try:
+        while True:  # a process that leaks file descriptors up to its limit
+            held.append(open(os.devnull))
+    except OSError:
+        pass
+    get_free_port()  # what the agent calls for MASTER_PORT
+""",
+        fixed="""\
+import os
+import resource
+
+from torch.distributed.elastic.utils.distributed import get_free_port
+
+if __name__ == "__main__":
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))
+    held = [open(os.devnull) for _ in range(10)]  # descriptors closed when done: room left
+    for f in held:
+        f.close()
+    print("port", get_free_port())
+""",
+    ),
+    Entry(
+        id="tensorpipe_socket_error",
+        message=(
+            "RuntimeError: async error on socket: Connection reset by peer (this error originated at "
+            "tensorpipe/transport/shm/connection_impl.cc:187)"
+        ),
+        pattern=r"async error on socket: [^\n(]*(?:\(this error originated at tensorpipe/\S+\))?",
+        cause=(
+            "`torch.distributed.rpc` (its TensorPipe agent) lost a connection to another worker: the "
+            "kernel reported an error on the socket (connection reset, refused, timed out), usually "
+            "because the peer process exited or crashed, or the network between them broke; during "
+            "`init_rpc` with many workers on one machine the shared-memory transport's connections can "
+            "be reset too (pytorch#85607)."
+        ),
+        fix=(
+            "Look at the peer worker's output for why it exited first; call `rpc.shutdown()` on every "
+            "worker (graceful by default) instead of letting some exit early; across machines set "
+            "`TP_SOCKET_IFNAME` to the interface the workers share."
+        ),
+        sites=("torch/lib/libtorch_cpu.so::async-error-on-socket",),
+        read_from=(
+            "third_party/tensorpipe (tensorpipe/transport/*/connection_impl.cc and listener_impl.cc: "
+            '`TP_CREATE_ERROR(SystemError, "async error on socket", error)` on EPOLLERR), linked into '
+            "libtorch_cpu for torch.distributed.rpc; reported in "
+            "https://github.com/pytorch/pytorch/issues/85607"
+        ),
+    ),
+    Entry(
+        id="symm_mem_ipc_socket",
+        message="RuntimeError: Failed to bind socket: Address already in use",
+        pattern=r"Failed to (?:bind|create) socket: ",
+        cause=(
+            "CUDA symmetric memory (`torch.distributed._symmetric_memory`, used by async tensor "
+            "parallelism and some fused collectives) passes CUDA memory handles between the ranks of a "
+            "node over a Unix domain socket at `$TMPDIR/symm_mem-<pid>` (`/tmp` when TMPDIR, TMP, TEMP "
+            "and TEMPDIR are unset). Creating or binding it failed: a file of that name left by a dead "
+            "process with the same pid (containers reuse small pids; `Address already in use`), a "
+            "temporary directory that does not exist or is not writable, or a sandbox that forbids Unix "
+            "sockets."
+        ),
+        fix=(
+            "Remove stale `symm_mem-*` files from the temporary directory (`rm -f /tmp/symm_mem-*` when "
+            "no job runs), or point `TMPDIR` at an existing, writable, per-job local directory before "
+            "launching."
+        ),
+        sites=(
+            "torch/lib/libtorch_cuda.so::failed-to-bind-socket",
+            "torch/lib/libtorch_cuda.so::failed-to-create-socket",
+        ),
+        read_from=(
+            "torch/csrc/distributed/c10d/symm_mem/CUDASymmetricMemoryUtils.cpp (IpcChannel::IpcChannel, "
+            "TORCH_CHECKs on socket() and bind()); CUDA only"
+        ),
+    ),
 )
