@@ -384,4 +384,241 @@ if __name__ == "__main__":
         teaches="14_field_guide_launches_and_ranks.ipynb#a-launcher-started-off-the-main-thread",
         case="signal_off_main_thread",
     ),
+    Entry(
+        id="elastic_worker_failed",
+        message=("failed (exitcode: 1) local_rank: 0 (pid: 2407) of binary: /usr/bin/python3"),
+        pattern=(
+            r"failed \(exitcode: -?\d+\) local_rank: \d+ \(pid: \d+\) of (?:binary|fn): \S+"
+            r"|ChildFailedError: *$"
+            r"|Sending process \d+ closing signal SIG\w+"
+            r"|Closing process \d+ via signal SIG\w+"
+        ),
+        cause=(
+            "torchrun's agent (or `elastic_launch`) saw a worker exit with a non-zero code: it logs "
+            "`failed (exitcode: N) local_rank: ...`, stops the other workers of the node (`Sending "
+            "process N closing signal SIGTERM`, `Closing process N via signal SIGTERM`), and, with no "
+            "restarts left, raises `ChildFailedError` with a summary whose 'Root Cause' is the first "
+            "worker that failed. These lines are the launcher's summary, not the cause: the worker's "
+            "own traceback or message is above them (exit code 1: a Python exception; 2: an argparse "
+            "error; -9: SIGKILL, often the out-of-memory killer; -6: an abort in C++)."
+        ),
+        fix=(
+            "Scroll up to the first worker error (the rank named under 'Root Cause') and fix that. To "
+            "get each worker's traceback into the summary, decorate the worker's entry function with "
+            "`@torch.distributed.elastic.multiprocessing.errors.record`; `--redirects=3 --tee=3` or "
+            "`--log-dir` keeps each rank's output apart."
+        ),
+        sites=(
+            "torch/distributed/elastic/multiprocessing/api.py::SubprocessContext._poll::log.error::failed-exitcode-_-local_rank-_-pid-_-of-binary-_",
+            "torch/distributed/elastic/multiprocessing/api.py::MultiprocessContext._poll::log.exception::failed-exitcode-_-local_rank-_-pid-_-of-fn-_-start_method-_",
+            "torch/distributed/launcher/api.py::launch_agent::ChildFailedError::-",
+            "torch/distributed/elastic/multiprocessing/api.py::SubprocessContext._close::log.warning::sending-process-_-closing-signal-_",
+            "torch/distributed/elastic/multiprocessing/api.py::MultiprocessContext._close::log.warning::closing-process-_-via-signal-_",
+        ),
+        reproduction=_elastic(
+            """
+import os, sys, time
+if os.environ["LOCAL_RANK"] == "0":
+    sys.exit(1)  # a worker that fails (its own error would be printed above)
+time.sleep(30)
+"""
+        ),
+        fixed=_elastic(
+            """
+import os
+print("worker", os.environ["LOCAL_RANK"], "done")
+"""
+        ),
+        rank=-1,
+        teaches="09_multi_node.ipynb#3-training-on-two-nodes-and-a-worker-killed",
+    ),
+    Entry(
+        id="worker_ignores_sigterm",
+        message=("Unable to shutdown process 14086 via 15, forcefully exiting via 9"),
+        pattern=(
+            r"Unable to shutdown process \d+ via (?:Signals\.)?(?:SIG\w+|\d+), forcefully exiting via (?:Signals\.)?(?:SIG\w+|\d+)"
+        ),
+        cause=(
+            "The agent stopped its workers (one failed, or the agent itself got a signal) by sending "
+            "SIGTERM and waiting (30 s after a worker failure; `shutdown_timeout` / "
+            "`TORCH_ELASTIC_SHUTDOWN_TIMEOUT` when the agent is stopped); a worker was still alive "
+            "afterwards, so it sent SIGKILL. The worker ignores or handles SIGTERM without exiting, or "
+            "is stuck in a C call (a collective, I/O) that does not return to Python."
+        ),
+        fix=(
+            "Let SIGTERM end the worker: do not install `signal.SIG_IGN` for it, and if you handle it "
+            "(to save a checkpoint), exit at the end of the handler (`sys.exit(...)`); give collectives "
+            "a timeout (`init_process_group(timeout=...)`) so a stuck one returns."
+        ),
+        sites=(
+            "torch/distributed/elastic/multiprocessing/api.py::SubprocessContext._close::log.warning::unable-to-shutdown-process-_-via-_-forcefully-exiting-via-_",
+            "torch/distributed/elastic/multiprocessing/api.py::MultiprocessContext._close::log.warning::unable-to-shutdown-process-_-via-_-forcefully-exiting-via-_",
+        ),
+        reproduction=_elastic(
+            """
+import os, signal, time
+if os.environ["LOCAL_RANK"] == "0":
+    time.sleep(1)
+    os.kill(os.getppid(), signal.SIGTERM)  # the launcher is stopped (a scheduler, Ctrl-C)
+else:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a worker that ignores SIGTERM
+time.sleep(30)
+""",
+            config=" shutdown_timeout=1,",
+        ),
+        fixed=_elastic(
+            """
+import os, signal, sys, time
+if os.environ["LOCAL_RANK"] == "0":
+    time.sleep(1)
+    os.kill(os.getppid(), signal.SIGTERM)
+else:
+    signal.signal(signal.SIGTERM, lambda *args: sys.exit(143))  # handled, and then exits
+time.sleep(30)
+""",
+            config=" shutdown_timeout=1,",
+            call=(
+                "from torch.distributed.elastic.multiprocessing.api import SignalException\n\n"
+                "    try:\n"
+                '        elastic_launch(config, sys.executable)("-c", WORKER)\n'
+                "    except SignalException as stopped:\n"
+                '        print("stopped by signal", stopped.sigval)'
+            ),
+        ),
+        teaches="14_field_guide_launches_and_ranks.ipynb#the-terminal-closed-sighup-and-the-workers-left-behind",
+    ),
+    Entry(
+        id="torchrun_got_signal",
+        message=(
+            "torch.distributed.elastic.multiprocessing.api.SignalException: Process 2412 got signal: 15"
+        ),
+        pattern=(
+            r"SignalException: Process \d+ got signal: \d+"
+            r"|Received (?:Signals\.)?\w+ death signal, shutting down workers"
+            r"|Got termination signal: \S+"
+        ),
+        cause=(
+            "torchrun's agent process itself received a signal (15 SIGTERM, 2 SIGINT, 1 SIGHUP, 3 "
+            "SIGQUIT): a scheduler ending the job (time limit, preemption, `scancel`), Ctrl-C, a closed "
+            "terminal, or a container runtime stopping. The agent stops its workers and raises "
+            "`SignalException`; the workers did not fail."
+        ),
+        fix=(
+            "Find who sent the signal: the scheduler's log (`sacct -j JOB`, `kubectl describe pod`), "
+            "the time limit, an OOM of the whole container. Raise the time limit or checkpoint before "
+            "it; run torchrun under `nohup`/`tmux` when the terminal may close; with `--max-restarts` "
+            "and a checkpoint, a resubmitted job resumes."
+        ),
+        sites=(
+            "torch/distributed/elastic/multiprocessing/api.py::_terminate_process_handler::SignalException::process-_-got-signal-_",
+            "torch/distributed/elastic/agent/server/api.py::SimpleElasticAgent.run::log.warning::received-_-death-signal-shutting-down-workers",
+            "torch/distributed/elastic/agent/server/api.py::SimpleElasticAgent._exit_barrier::log.warning::got-termination-signal-_",
+        ),
+        reproduction=_elastic(
+            """
+import os, signal, time
+if os.environ["LOCAL_RANK"] == "0":
+    os.kill(os.getppid(), signal.SIGTERM)  # what a scheduler does to the launcher
+time.sleep(30)
+"""
+        ),
+        teaches="14_field_guide_launches_and_ranks.ipynb#the-terminal-closed-sighup-and-the-workers-left-behind",
+    ),
+    Entry(
+        id="torchelastic_unknown_signal",
+        message="Failed to register signal handler for SIGFOO",
+        pattern=r"Failed to register signal handler for \w+",
+        cause=(
+            "torchrun's `--signals-to-handle` (`LaunchConfig.signals_to_handle`, handed to the agent as "
+            "`TORCHELASTIC_SIGNALS_TO_HANDLE`; default `SIGTERM,SIGINT,SIGHUP,SIGQUIT`) names a signal "
+            "this Python does not know (a typo, or a signal of another platform), so the agent installed "
+            "no handler for it: on that signal the agent dies without stopping its workers."
+        ),
+        fix=(
+            "Use names from Python's `signal` module, comma-separated: "
+            "`torchrun --signals-to-handle=SIGTERM,SIGINT,SIGUSR1 ...`; or leave the default."
+        ),
+        reproduction=_elastic("pass", config=' signals_to_handle="SIGTERM,SIGFOO",  # a misspelt signal'),
+        fixed=_elastic("pass", config=' signals_to_handle="SIGTERM,SIGINT",'),
+    ),
+    Entry(
+        id="worker_d_state",
+        message=(
+            "[default] Worker pid=4242 stuck in uninterruptible sleep (D-state) for 600.0s (>= 600.0s); "
+            "marking worker group UNHEALTHY and disabling restarts."
+        ),
+        pattern=(r"Worker pid=\d+ (?:stuck in|entered) uninterruptible sleep \(D-state\)"),
+        cause=(
+            "With `TORCHELASTIC_UNINTERRUPTIBLE_STATE_TIMEOUT` set, the agent watches its workers' "
+            "Linux process state; a worker sat in uninterruptible sleep (`D` in `ps`): waiting in the "
+            "kernel on a device or filesystem (a hung GPU driver call or NCCL collective, an NFS or "
+            "FUSE mount that stopped answering). Such a process ignores every signal, SIGKILL too, so "
+            "the agent marks the group UNHEALTHY and does not restart it."
+        ),
+        fix=(
+            "Find what the worker waits on: `cat /proc/PID/stack` and `cat /proc/PID/wchan` (as root), "
+            "`dmesg` for driver or NFS errors. Fix the mount or driver (often the node must be drained "
+            "and rebooted); keep checkpoints and data on local disk when the network filesystem hangs."
+        ),
+        sites=(
+            "torch/distributed/elastic/agent/server/local_elastic_agent.py::LocalElasticAgent._check_uninterruptible_state_timeout::log.error::_-worker-pid-_-stuck-in-uninterruptible-sleep-d-state-for-_s",
+            "torch/distributed/elastic/agent/server/local_elastic_agent.py::LocalElasticAgent._update_uninterruptible_dwell::log.warning::_-worker-pid-_-entered-uninterruptible-sleep-d-state-will-ma",
+        ),
+        read_from=(
+            "torch/distributed/elastic/agent/server/local_elastic_agent.py "
+            "(_update_uninterruptible_dwell, _check_uninterruptible_state_timeout); a process in D "
+            "state needs a hung device or filesystem"
+        ),
+    ),
+    Entry(
+        id="worker_group_unknown_state",
+        message="Exception: [default] Worker group in UNKNOWN state",
+        pattern=r"Exception: \[[^\]\n]*\] Worker group in \w+ state",
+        cause=(
+            "The agent's monitor returned a state it does not act on. In torch 2.15 that is UNKNOWN, "
+            "returned when the worker pids the agent recorded differ from the processes it holds (logged "
+            "just before as 'worker pids do not match process_context pids'): the workers were changed "
+            "under the agent, e.g. a custom agent subclass or a second launcher in the same process."
+        ),
+        fix=(
+            "Run one launcher per process with the stock `LocalElasticAgent` (torchrun); if you "
+            "subclass the agent, keep `WorkerGroup.workers` and the process context in step when you "
+            "start or restart workers."
+        ),
+        sites=(
+            "torch/distributed/elastic/agent/server/api.py::SimpleElasticAgent._invoke_run::Exception::_-worker-group-in-_-state",
+        ),
+        read_from=(
+            "torch/distributed/elastic/agent/server/api.py (SimpleElasticAgent._invoke_run) and "
+            "local_elastic_agent.py (LocalElasticAgent._monitor_workers returns UNKNOWN on a pid mismatch)"
+        ),
+    ),
+    Entry(
+        id="exit_barrier_failed",
+        message="Error waiting on exit barrier. Elapsed: 300.1 seconds",
+        pattern=r"Error waiting on exit barrier\. Elapsed: [\d.]+ seconds",
+        cause=(
+            "When a node's workers have all finished, its agent waits (300 s by default) for the other "
+            "nodes' agents at an exit barrier in the rendezvous store, so that the store's host does not "
+            "leave while others still need it. They did not all arrive: another node's workers are still "
+            "running (uneven work at the end), hang, or that node died. The traceback under it is "
+            "usually `DistStoreError: wait timeout after 300000ms, keys: "
+            "/torchelastic/agent/terminal_state/...`."
+        ),
+        fix=(
+            "Look at the other nodes: a rank still training (uneven data at the end of the epoch: use "
+            "`DistributedSampler(drop_last=True)` or the `Join` context manager), a hang, or a crash. "
+            "The barrier's length is the agent's `exit_barrier_timeout` (`LocalElasticAgent(..., "
+            "exit_barrier_timeout=...)`); torchrun has no flag for it."
+        ),
+        sites=(
+            "torch/distributed/elastic/agent/server/api.py::SimpleElasticAgent._exit_barrier::log.exception::error-waiting-on-exit-barrier-elapsed-_-seconds",
+        ),
+        read_from=(
+            "torch/distributed/elastic/agent/server/api.py (SimpleElasticAgent._exit_barrier, "
+            "exit_barrier_timeout=300 not exposed by LaunchConfig or torchrun): it needs two nodes "
+            "and 300 s"
+        ),
+        teaches="10_field_guide.ipynb#2-a-ddp-job-hangs-at-the-end-of-an-epoch-uneven-inputs",
+    ),
 )
