@@ -236,7 +236,7 @@ if __name__ == "__main__":
     Entry(
         id="bdb_quit",
         message="bdb.BdbQuit",
-        pattern=r"^(?:bdb\.)?BdbQuit\s*$",
+        pattern=r"^(?:bdb\.)?BdbQuit(?:: Caught BdbQuit in [^\n]*)?\s*$",
         cause=(
             "`breakpoint()` (or `pdb.set_trace()`) ran in a child process: `multiprocessing` gives "
             "children `/dev/null` as standard input, so pdb reads end-of-file at its prompt, takes it "

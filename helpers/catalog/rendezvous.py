@@ -24,7 +24,7 @@ ENTRIES: tuple[Entry, ...] = (
         pattern=(
             r"The server socket has failed to listen on any local network address\.[^\n]*"
             r"(?:EADDRINUSE|[Aa]ddress already in use)"
-            r"|The server socket has failed to bind to \S+ \(errno: 98 - Address already in use\)"
+            r"|The server socket has failed to (?:bind to|listen on) \S+ \(errno: 98 - Address already in use\)"
             r"|DistNetworkError: on \S+, port: \d+ already in use"
         ),
         cause=(
@@ -115,7 +115,10 @@ if __name__ == "__main__":
             "torch.distributed.DistNetworkError: The client socket has timed out after 1000ms while trying "
             "to connect to (127.0.0.1, 29500)."
         ),
-        pattern=r"The client socket has timed out after \S+ while trying to connect to \(\S+, \d+\)\.",
+        pattern=(
+            r"The client socket has timed out after \S+ while trying to connect to "
+            r"(?:\(\S+, \d+\)|\S+:\d+)"
+        ),
         cause=(
             "A rank (or torchrun's agent) tried to reach the rendezvous store at MASTER_ADDR:MASTER_PORT "
             "(or `--rdzv-endpoint`) and nothing accepted the connection before the timeout: no server "
@@ -362,15 +365,16 @@ if __name__ == "__main__":
             "/default_pg/0//store_based_barrier_key:1:last_worker)"
         ),
         pattern=(
-            r"Timed out initializing process group in store based barrier on rank \d+, for key: \S+ "
-            r"\(world_size=\d+, num_workers_joined=\d+"
+            r"Timed out initializing process group in store based barrier on rank:? \d+, for key: \S+ "
+            r"\(world_size=\d+, (?:num_workers_joined|worker_count)=\d+"
         ),
         cause=(
             "With `TORCH_DIST_INIT_BARRIER=1`, `init_process_group` and `new_group` end with a barrier "
             "through the store that waits until `world_size` ranks arrive. `num_workers_joined` of them "
             "did in time: the others crashed before, are slow to start, or (for `new_group`) never call "
             "it; `new_group` is collective over all ranks, even those not in the new group. The barrier "
-            "checks at least every 10 seconds, so it fails no sooner than that."
+            "checks at least every 10 seconds, so it fails no sooner than that. Older torch always ran "
+            "this barrier (the variable came in 2023) and printed `on rank: N ... worker_count=N`."
         ),
         fix=(
             "Call `dist.new_group(ranks)` on every rank, with the same `ranks`, in the same order (use the "
@@ -726,7 +730,7 @@ if __name__ == "__main__":
     Entry(
         id="rendezvous_join_timeout",
         message="torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError",
-        pattern=r"^(?:[\w.]+\.)?RendezvousTimeoutError\s*$",
+        pattern=r"^(?:[\w.]+\.)?RendezvousTimeoutError\s*$|\bRendezvousTimeoutError(?:: \"|\(\))",
         cause=(
             "torchrun's agents wait for `--nnodes` (at least its minimum, `MIN:MAX`) nodes to join the "
             "rendezvous; fewer joined within the join timeout (600 s by default, `--rdzv-conf "
@@ -777,7 +781,7 @@ if __name__ == "__main__":
         id="rendezvous_closed",
         message="torch.distributed.elastic.rendezvous.api.RendezvousClosedError",
         pattern=(
-            r"^(?:[\w.]+\.)?RendezvousClosedError\s*$"
+            r"^(?:[\w.]+\.)?RendezvousClosedError\s*$|\bRendezvousClosedError(?:: \"|\(\))"
             r"|The rendezvous '[^'\n]*' is closed, terminating pending rendezvous\."
         ),
         cause=(
