@@ -36,6 +36,41 @@ if __name__ == "__main__":
 '''
 
 
+_EXIT_BARRIER = """\
+import socket
+import sys
+
+import torch.multiprocessing as mp
+from torch.distributed.elastic.agent.server.api import WorkerSpec
+from torch.distributed.elastic.agent.server.local_elastic_agent import LocalElasticAgent
+from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs
+from torch.distributed.elastic.rendezvous import RendezvousParameters
+from torch.distributed.elastic.rendezvous.registry import get_rendezvous_handler
+
+
+def node(port, is_host, seconds):
+    # one node's torchrun agent, with one worker that runs for `seconds`
+    params = RendezvousParameters(backend="c10d", endpoint=f"127.0.0.1:{{port}}", run_id="demo",
+                                  min_nodes=2, max_nodes=2, join_timeout=30, is_host=is_host)
+    spec = WorkerSpec(role="trainer", local_world_size=1, entrypoint=sys.executable,
+                      args=("-c", f"import time; time.sleep({{seconds}})"),
+                      rdzv_handler=get_rendezvous_handler(params), max_restarts=0, monitor_interval=0.1)
+    agent = LocalElasticAgent(spec, logs_specs=DefaultLogsSpecs(), exit_barrier_timeout={timeout})
+    agent.run()
+
+
+if __name__ == "__main__":
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    # the other node: its worker {note}
+    other = mp.get_context("fork").Process(target=node, args=(port, True, 5))
+    other.start()
+    node(port, False, 0)  # this node's worker is done at once
+    other.join(60)
+"""
+
+
 ENTRIES: tuple[Entry, ...] = (
     Entry(
         id="dataloader_timed_out",
@@ -598,27 +633,24 @@ time.sleep(30)
         message="Error waiting on exit barrier. Elapsed: 300.1 seconds",
         pattern=r"Error waiting on exit barrier\. Elapsed: [\d.]+ seconds",
         cause=(
-            "When a node's workers have all finished, its agent waits (300 s by default) for the other "
-            "nodes' agents at an exit barrier in the rendezvous store, so that the store's host does not "
-            "leave while others still need it. They did not all arrive: another node's workers are still "
-            "running (uneven work at the end), hang, or that node died. The traceback under it is "
-            "usually `DistStoreError: wait timeout after 300000ms, keys: "
-            "/torchelastic/agent/terminal_state/...`."
+            "When a node's workers have all finished, its torchrun agent waits (300 s by default) for "
+            "the other nodes' agents at an exit barrier in the rendezvous store, so that the store's "
+            "host does not leave while others still need it. They did not all arrive in time: another "
+            "node's workers are still running (uneven work at the end), hang, or that node died. The "
+            "traceback under it ends in `DistStoreError: wait timeout after 300000ms, keys: "
+            "/torch.rendezvous.<run id>.0/torchelastic/agent/terminal_state/last_member`."
         ),
         fix=(
-            "Look at the other nodes: a rank still training (uneven data at the end of the epoch: use "
+            "Look at the other nodes: a rank still training (uneven data at the end of an epoch: "
             "`DistributedSampler(drop_last=True)` or the `Join` context manager), a hang, or a crash. "
-            "The barrier's length is the agent's `exit_barrier_timeout` (`LocalElasticAgent(..., "
-            "exit_barrier_timeout=...)`); torchrun has no flag for it."
+            "The barrier's length is `LocalElasticAgent(..., exit_barrier_timeout=...)`; torchrun and "
+            "`LaunchConfig` have no option for it."
         ),
         sites=(
             "torch/distributed/elastic/agent/server/api.py::SimpleElasticAgent._exit_barrier::log.exception::error-waiting-on-exit-barrier-elapsed-_-seconds",
         ),
-        read_from=(
-            "torch/distributed/elastic/agent/server/api.py (SimpleElasticAgent._exit_barrier, "
-            "exit_barrier_timeout=300 not exposed by LaunchConfig or torchrun): it needs two nodes "
-            "and 300 s"
-        ),
+        reproduction=_EXIT_BARRIER.format(timeout="1", note="runs 5 s longer than the exit barrier waits"),
+        fixed=_EXIT_BARRIER.format(timeout="30", note="runs 5 s longer; the exit barrier now waits for it"),
         teaches="10_field_guide.ipynb#2-a-ddp-job-hangs-at-the-end-of-an-epoch-uneven-inputs",
     ),
 )

@@ -315,7 +315,8 @@ if __name__ == "__main__":
             "for a key that another rank was to set, and it was not set in time: that rank crashed, is "
             "slower (still loading data or a checkpoint), or never calls the matching function. The "
             "client logs these two lines, then the caller raises `DistStoreError: wait timeout after "
-            "...ms, keys: ...` or its own timeout error, whose keys say what it waited for."
+            "...ms, keys: ...` or its own timeout error (a store based barrier, torchrun's exit "
+            "barrier): the keys, or that error's own entry, say what it waited for."
         ),
         fix=(
             "Look at the other ranks' output for the first error: the rank that never set the key. If "
@@ -323,6 +324,7 @@ if __name__ == "__main__":
             "`TCPStore(timeout=...)`); if it never calls the same function (`new_group`, a barrier), "
             "make every rank call it in the same order."
         ),
+        rank=-1,
         sites=(
             "torch/lib/libtorch_cpu.so::waitforinput-poll-for-socket-_-returned-0-likely-a-timeout",
             "torch/lib/libtorch_cpu.so::waitforinput-socket-_-timed-out-after-_ms",
