@@ -465,7 +465,7 @@ print("worker", os.environ["LOCAL_RANK"], "done")
 """
         ),
         rank=-1,
-        teaches="09_multi_node.ipynb#3-training-on-two-nodes-and-a-worker-killed",
+        teaches="09_multi_node.ipynb#training-on-two-nodes-and-a-worker-killed",
     ),
     Entry(
         id="worker_ignores_sigterm",
@@ -651,6 +651,6 @@ time.sleep(30)
         ),
         reproduction=_EXIT_BARRIER.format(timeout="1", note="runs 5 s longer than the exit barrier waits"),
         fixed=_EXIT_BARRIER.format(timeout="30", note="runs 5 s longer; the exit barrier now waits for it"),
-        teaches="10_field_guide.ipynb#2-a-ddp-job-hangs-at-the-end-of-an-epoch-uneven-inputs",
+        teaches="10_field_guide.ipynb#a-ddp-job-hangs-at-the-end-of-an-epoch-uneven-inputs",
     ),
 )

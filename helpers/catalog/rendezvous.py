@@ -727,7 +727,7 @@ if __name__ == "__main__":
     elastic_launch(config, sys.executable)("-c", "pass")
 """,
         rank=-1,
-        teaches="09_multi_node.ipynb#1-one-agent-per-node-one-rendezvous",
+        teaches="09_multi_node.ipynb#one-agent-per-node-one-rendezvous",
     ),
     Entry(
         id="rendezvous_join_timeout",
@@ -777,7 +777,7 @@ if __name__ == "__main__":
     )
     elastic_launch(config, sys.executable)("-c", "pass")
 """,
-        teaches="09_multi_node.ipynb#1-one-agent-per-node-one-rendezvous",
+        teaches="09_multi_node.ipynb#one-agent-per-node-one-rendezvous",
     ),
     Entry(
         id="rendezvous_closed",
