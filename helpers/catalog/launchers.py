@@ -573,6 +573,10 @@ time.sleep(30)
             "Use names from Python's `signal` module, comma-separated: "
             "`torchrun --signals-to-handle=SIGTERM,SIGINT,SIGUSR1 ...`; or leave the default."
         ),
+        sites=(
+            "torch/distributed/elastic/multiprocessing/api.py::PContext.start::log.warning::failed-to-register-signal-handler-for-_",
+            "torch/distributed/elastic/multiprocessing/api.py::PContext.start::log.warning::failed-to-register-signal-handler-for-_#2",
+        ),
         reproduction=_elastic("pass", config=' signals_to_handle="SIGTERM,SIGFOO",  # a misspelt signal'),
         fixed=_elastic("pass", config=' signals_to_handle="SIGTERM,SIGINT",'),
     ),
