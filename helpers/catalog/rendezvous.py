@@ -219,8 +219,8 @@ if __name__ == "__main__":
     Entry(
         id="server_socket_bind_refused",
         message=(
-            "torch.distributed.DistNetworkError: The server socket has failed to bind. port: 80, useIpv6: "
-            "false, code: -13, name: EACCES, message: permission denied"
+            "torch.distributed.DistNetworkError: The server socket has failed to bind. port: 80, useIpv6: 0, "
+            "code: -13, name: EACCES, message: permission denied"
         ),
         pattern=(
             r"The server socket has failed to bind\. [^\n]*(?:EACCES|EPERM|EADDRNOTAVAIL|ENODEV)"
@@ -244,12 +244,33 @@ if __name__ == "__main__":
             "torch/lib/libtorch_cpu.so::the-server-socket-has-failed-to-bind",
             "torch/lib/libtorch_cpu.so::the-server-socket-has-failed-to-listen-on-provided-socket-socket-_-code-_-name-_-message-_",
         ),
-        read_from=(
-            "torch/csrc/distributed/c10d/TCPStoreLibUvBackend.cpp (UvTcpServer::makeWithPort: uv_tcp_bind "
-            "fails; makeWithSocket: uv_listen on a provided socket fails) and socket.cpp "
-            "(SocketListenOp::tryListen); not reproducible here: the tests run as root, where every "
-            "port binds"
-        ),
+        reproduction="""\
+import os
+from datetime import timedelta
+
+import torch.distributed as dist
+
+if __name__ == "__main__":
+    if os.geteuid() == 0:  # root may bind any port: run as an ordinary user
+        os.setgid(65534)
+        os.setuid(65534)
+    # MASTER_PORT below 1024: only root may listen there
+    dist.TCPStore("127.0.0.1", 80, is_master=True, wait_for_workers=False, timeout=timedelta(seconds=2))
+""",
+        fixed="""\
+import os
+from datetime import timedelta
+
+import torch.distributed as dist
+
+if __name__ == "__main__":
+    if os.geteuid() == 0:
+        os.setgid(65534)
+        os.setuid(65534)
+    # an unprivileged port (0: the system picks a free one; 29500 is torch's default)
+    store = dist.TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False, timeout=timedelta(seconds=2))
+    print("listening on", store.port)
+""",
     ),
     Entry(
         id="server_socket_no_dual_stack",
