@@ -435,7 +435,8 @@ if __name__ == "__main__":
             "restarts left, raises `ChildFailedError` with a summary whose 'Root Cause' is the first "
             "worker that failed. These lines are the launcher's summary, not the cause: the worker's "
             "own traceback or message is above them (exit code 1: a Python exception; 2: an argparse "
-            "error; -9: SIGKILL, often the out-of-memory killer; -6: an abort in C++)."
+            "error; -9: SIGKILL, often the out-of-memory killer; -6: an abort in C++; -11: a segmentation "
+            "fault in native code)."
         ),
         fix=(
             "Scroll up to the first worker error (the rank named under 'Root Cause') and fix that. To "
