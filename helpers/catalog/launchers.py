@@ -476,15 +476,17 @@ print("worker", os.environ["LOCAL_RANK"], "done")
         ),
         cause=(
             "The agent stopped its workers (one failed, or the agent itself got a signal) by sending "
-            "SIGTERM and waiting (30 s after a worker failure; `shutdown_timeout` / "
-            "`TORCH_ELASTIC_SHUTDOWN_TIMEOUT` when the agent is stopped); a worker was still alive "
-            "afterwards, so it sent SIGKILL. The worker ignores or handles SIGTERM without exiting, or "
-            "is stuck in a C call (a collective, I/O) that does not return to Python."
+            "SIGTERM and waiting: 30 s after a worker failure (torch 2.15 does not apply "
+            "`--shutdown-timeout` there), `--shutdown-timeout` / `TORCH_ELASTIC_SHUTDOWN_TIMEOUT` (30 s "
+            "by default) when the agent is stopped. A worker was still alive afterwards, so it sent "
+            "SIGKILL. The worker ignores or handles SIGTERM without exiting, or is stuck in a C call (a "
+            "collective, I/O) that does not return to Python."
         ),
         fix=(
             "Let SIGTERM end the worker: do not install `signal.SIG_IGN` for it, and if you handle it "
-            "(to save a checkpoint), exit at the end of the handler (`sys.exit(...)`); give collectives "
-            "a timeout (`init_process_group(timeout=...)`) so a stuck one returns."
+            "(to save a checkpoint), exit at the end of the handler (`sys.exit(...)`) and raise "
+            "`torchrun --shutdown-timeout=SECONDS` when saving takes longer; give collectives a "
+            "timeout (`init_process_group(timeout=...)`) so a stuck one returns."
         ),
         sites=(
             "torch/distributed/elastic/multiprocessing/api.py::SubprocessContext._close::log.warning::unable-to-shutdown-process-_-via-_-forcefully-exiting-via-_",
