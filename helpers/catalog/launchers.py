@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from helpers.catalog import Entry
 
+__all__ = ["ENTRIES"]  # helpers.catalog.entries() reads it
+
 _FREE_PORT = """\
     with socket.socket() as s:  # a free port for this run
         s.bind(("127.0.0.1", 0))

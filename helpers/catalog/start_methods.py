@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from helpers.catalog import Entry
 
+__all__ = ["ENTRIES"]  # helpers.catalog.entries() reads it
+
 _CPYTHON = "multiprocessing/"  # the inventory's keys of CPython's multiprocessing start so
 
 ENTRIES: tuple[Entry, ...] = (
