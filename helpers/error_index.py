@@ -1,11 +1,10 @@
-"""The index of error messages: each message as a user pastes it, its case, and where the series explains it.
+"""The index of error messages: the catalog's entries that a notebook section explains, by case.
 
-:data:`ERROR_INDEX` is what the README's docs/errors.md and
+:data:`ERROR_INDEX` is the view of :mod:`helpers.catalog` that docs/errors.md and
 [10 · Appendix E](../notebooks/10_field_guide.ipynb#appendix-e-the-index-of-error-messages) show
 (:func:`error_index_markdown` renders it); :data:`CASES` names the cases (exercise 10 answers with
-them). The field guides (notebooks 10 and 14) explain most rows; ``tests/test_error_index.py`` and
-the field guides' own tests produce each message that can be produced on a CPU. Split from
-:mod:`helpers.field_guide` (which still exports these names) when the index outgrew it.
+them). ``tests/test_catalog.py`` runs each entry's reproduction; :mod:`helpers.field_guide` still
+exports these names.
 
 Example::
 

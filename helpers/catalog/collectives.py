@@ -740,11 +740,34 @@ if __name__ == "__main__":
         ),
         teaches="09_multi_node.ipynb#appendix-real-networks",
         sites=("torch/lib/libtorch_cpu.so::gloo-connectfullmesh-failed-with",),
-        read_from=(
-            "torch/csrc/distributed/c10d/ProcessGroupGloo.cpp, the ProcessGroupGloo constructor: "
-            "connectFullMesh's std::runtime_error wrapped and logged; it needs two hosts (on one machine "
-            "every address a rank announces is reachable)"
-        ),
+        reproduction="""\
+import multiprocessing
+import time
+from datetime import timedelta
+
+import torch.distributed as dist
+
+
+def join(port, rank, seconds):
+    store = dist.TCPStore("127.0.0.1", port, 3, False, timeout=timedelta(seconds=30))
+    dist.init_process_group("gloo", store=store, rank=rank, world_size=2, timeout=timedelta(seconds=seconds))
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    store = dist.TCPStore("127.0.0.1", 0, 3, True, timeout=timedelta(seconds=30), wait_for_workers=False)
+    # rank 1 announces its address in the store, then is gone: as when a rank announces an address
+    # the others cannot reach (a hostname that resolves to 127.0.1.1, the wrong interface)
+    rank1 = multiprocessing.get_context("fork").Process(target=join, args=(store.port, 1, 60))
+    rank1.start()
+    deadline = time.monotonic() + 60
+    while store.num_keys() < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)
+    rank1.kill()
+    rank1.join(timeout=10)
+    join(store.port, 0, 5)
+""",
         case="gloo_peer_unreachable",
     ),
     Entry(
