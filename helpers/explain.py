@@ -141,7 +141,15 @@ def _reproduce(entry_id: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """The command line: a message as arguments, ``--file``, or standard input; ``--reproduce ID`` or
-    ``--reproduce`` alone (the best match's)."""
+    ``--reproduce`` alone (the best match's). Its exit code: 0 when an entry matched (or the
+    reproduction printed its message), 1 when none did.
+
+    >>> code = main(["RuntimeError: context has already been set"])  # doctest: +ELLIPSIS
+    1. start_method_set_twice  (start_methods)
+    ...
+    >>> code
+    0
+    """
     parser = argparse.ArgumentParser(prog="python -m helpers.explain", description=__doc__.splitlines()[0])
     parser.add_argument("message", nargs="*", help="the message (default: read standard input)")
     parser.add_argument("--file", help="a file with the traceback or log")

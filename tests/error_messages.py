@@ -1,19 +1,20 @@
-"""Matching the index of error messages against what torch and Python print.
+"""Matching the catalog's messages against what the field guides' demonstrations print.
 
-The tests that produce a message of :data:`helpers.field_guide.ERROR_INDEX` (``test_error_index.py``
-and the field guides' own tests) find its row with :func:`entry_for` and compare with :func:`matches`.
+The field guides' tests produce a message with the notebook's own helpers, find its catalog entry
+with :func:`entry_for` and compare with :func:`matches` (``tests/test_catalog.py`` runs each entry's
+own reproduction).
 """
 
 from __future__ import annotations
 
 import re
 
-from helpers.error_index import ERROR_INDEX, IndexEntry
+from helpers.catalog import Entry, entries
 
 
-def entry_for(case_words: str) -> IndexEntry:
-    """The one row of the index whose message contains ``case_words``."""
-    (entry,) = [e for e in ERROR_INDEX if case_words in e.message]
+def entry_for(case_words: str) -> Entry:
+    """The one catalog entry whose message contains ``case_words``."""
+    (entry,) = [e for e in entries() if case_words in e.message]
     return entry
 
 

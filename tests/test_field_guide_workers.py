@@ -12,6 +12,7 @@ import errno
 import gc
 import multiprocessing
 import os
+import re
 import sys
 import time
 import warnings
@@ -130,7 +131,7 @@ def test_messages_read_from_the_installed_torch(words, where):
     if where.endswith(".so") and not (fw.Path(torch.__file__).parent / where).exists():
         pytest.skip(f"this torch build has no {where}")
     text = fw.torch_text(where, words, after=1)
-    message = entry_for(words).message.removeprefix("RuntimeError: ")
+    message = re.sub(r"^[\w.]+(?:Error|Exception|Warning): ", "", entry_for(words).message)
     assert matches(" ".join(text.replace('"', " ").split()), " ".join(message.split()[:8])), text
 
 
@@ -157,8 +158,8 @@ def test_use_libuv_0_reaches_neither_torchruns_stores_nor_tcpstore(monkeypatch):
     default = fw.platform_facts()["store_uses_libuv"]
     monkeypatch.setenv("USE_LIBUV", "0")
     assert fw.platform_facts()["store_uses_libuv"] == default
-    meaning = entry_for("use_libuv was requested").meaning
-    assert "ignore `USE_LIBUV`" in meaning and "mp.spawn" in meaning, meaning
+    entry = entry_for("use_libuv was requested")
+    assert "ignore `USE_LIBUV`" in entry.cause and "mp.spawn" in entry.fix, entry
 
 
 _NCCL_WITHOUT_A_GPU = """

@@ -80,7 +80,11 @@ class Entry:
         return _compiled(self.pattern or pattern_for(self.message))
 
     def search(self, text: str) -> re.Match[str] | None:
-        """Where this entry's message occurs in ``text`` (a traceback, a log), or None."""
+        """Where this entry's message occurs in ``text`` (a traceback, a log), or None.
+
+        >>> entry("port_in_use").search("nothing of the kind") is None
+        True
+        """
         return self.regex.search(text)
 
 
@@ -128,7 +132,11 @@ def _with_area(e: Entry, area: str) -> Entry:
 
 
 def entry(entry_id: str) -> Entry:
-    """The entry named ``entry_id``; a ``KeyError`` that lists close names otherwise."""
+    """The entry named ``entry_id``; a ``KeyError`` that lists close names otherwise.
+
+    >>> entry("oom_killed").area
+    'launchers'
+    """
     for e in entries():
         if e.id == entry_id:
             return e
