@@ -17,7 +17,7 @@ sys.path.insert(0, str(ROOT))  # tools.notebook_model, for the slugs
 
 project = "torch.multiprocessing, by running it"
 author = "the torch-mp-notebooks authors"
-extensions = ["myst_nb", "sphinxcontrib.mermaid"]
+extensions = ["myst_nb", "sphinxcontrib.mermaid", "sphinx_copybutton"]
 exclude_patterns = ["**.ipynb_checkpoints", "_static"]
 
 # Sections: the notebooks link to `NN_name.ipynb#section-id`, the id being tools.notebook_model.slug of
@@ -37,13 +37,46 @@ nb_execution_show_tb = True
 
 # Mermaid from _static/mermaid (tools/site.py copies it there from site/node_modules).
 mermaid_use_local = "mermaid/mermaid.esm.min.mjs"
+# Diagrams at their natural size (not shrunk to the column), so their text is as large as the body's;
+# a wide one scrolls in its own box (site/series.css).
+mermaid_init_config = {
+    "startOnLoad": False,
+    "flowchart": {"useMaxWidth": False},
+    "sequence": {"useMaxWidth": False},
+    "themeVariables": {"fontSize": "16px"},
+}
 STAGE = Path(os.environ.get("SITE_STAGE", ROOT / "build" / "site-src"))
 html_static_path = [str(STAGE / "_static")]
 
-html_theme = "alabaster"
+# The theme: sphinx-book-theme (on pydata-sphinx-theme), made for books of notebooks and maintained by
+# the Executable Books project that makes myst-nb: a right-hand table of contents, dark mode, launch
+# links that open a page as a notebook (Colab, Binder) and a link to the repository, built from the one
+# repository URL in pyproject.toml. Its fonts and icons are bundled: nothing is fetched from elsewhere.
+# sphinx-copybutton puts a copy button on every code block (prompts and outputs left out).
+def _repository() -> str:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    with open(ROOT / "pyproject.toml", "rb") as handle:
+        return tomllib.load(handle)["project"]["urls"]["Repository"]
+
+
+html_theme = "sphinx_book_theme"
 html_title = project
-html_theme_options = {"description": "a notebook series", "fixed_sidebar": True}
+html_theme_options = {
+    "repository_url": _repository(),
+    "repository_branch": "main",
+    "use_repository_button": True,
+    "launch_buttons": {"colab_url": "https://colab.research.google.com", "binderhub_url": "https://mybinder.org"},
+    "show_toc_level": 2,
+}
 html_show_sourcelink = False
+html_css_files = ["series.css"]  # code at 100 characters without sideways scrolling (tools/site.py)
+copybutton_exclude = ".linenos, .gp, .go"
+# Widgets: myst-nb would load the widget manager and require.js from two CDNs; the site loads nothing
+# from outside it, so interactive controls are not drawn there (they run in the notebook).
+nb_ipywidgets_js = {}
 
 
 def _link_notebook_pages(app, doctree, docname):

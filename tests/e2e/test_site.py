@@ -6,8 +6,11 @@ opened: it has a title, no Sphinx error box (docutils' system messages), no trac
 Mermaid block holds a drawn ``<svg>`` and no source text; every plot its notebook's execution made
 (read back from the execution cache ``make site`` used) is an ``<img>`` that loaded. The search page
 finds an error message from the error index and lists the error index page. Every link to a page of
-the site resolves, its ``#fragment`` included. A screenshot of each page goes to a temporary folder
-(printed).
+the site resolves, its ``#fragment`` included. The layout serves a reader: at 1280 px no code block of
+at most 100 characters scrolls sideways and a diagram's text is drawn at least as large as the body
+text; at 390 px no paragraph, list item or heading runs past the window (a test on a made-up page
+shows the checks fail where they should). A screenshot of each page goes to a temporary folder
+(printed), and of six pages at both widths.
 """
 
 from __future__ import annotations
@@ -33,7 +36,36 @@ CACHE = ROOT / "build" / "jupyter-cache"
 # An error index message to search for, and the page the search must list.
 SEARCHED, ERRORS_PAGE = "received 0 items of ancdata", "docs/errors.html"
 
-PAGE_STATE = """() => ({
+# What the layout must give a reader (issue 53), measured in the page: a visible code block whose lines
+# are at most 100 characters does not scroll sideways (at 1280 px); a diagram's text is drawn at least
+# as large as the body text; on a narrow screen no paragraph, list item or heading runs past the window.
+LAYOUT_JS = """const LAYOUT = () => {
+    const body = parseFloat(getComputedStyle(document.querySelector('article') || document.body).fontSize);
+    const shown = e => e.checkVisibility() && e.innerText.trim() !== '';
+    const longest = e => Math.max(...e.innerText.split('\\n').map(line => line.length));
+    const scrolling = [...document.querySelectorAll('div.highlight pre')].filter(
+        p => shown(p) && longest(p) <= 100 && p.scrollWidth > p.clientWidth + 1);
+    const diagrams = [...document.querySelectorAll('.mermaid svg')].map(svg => {
+        const label = svg.querySelector('.nodeLabel, text');
+        const box = svg.viewBox.baseVal;
+        const scale = box && box.width ? svg.getBoundingClientRect().width / box.width : 1;
+        return label ? parseFloat(getComputedStyle(label).fontSize) * scale : body;
+    });
+    const prose = [...document.querySelectorAll('article p, article li, article h1, article h2, article h3')];
+    return {
+        bodyText: body,
+        scrollingCode: scrolling.map(p => p.innerText.split('\\n')[0].slice(0, 80)),
+        diagramText: diagrams,
+        proseOutside: prose.filter(e => shown(e) && !e.closest('table, .highlight, .mermaid')
+            && e.getBoundingClientRect().right > innerWidth + 1)
+            .map(e => e.innerText.slice(0, 60)),
+    };
+};"""
+
+PAGE_STATE = (
+    "() => { "
+    + LAYOUT_JS
+    + """ return {
     title: document.title,
     systemMessages: document.querySelectorAll('.system-message, .problematic').length,
     tracebacks: document.querySelectorAll('.output.traceback, .cell_output .traceback').length,
@@ -44,7 +76,9 @@ PAGE_STATE = """() => ({
     images: [...document.querySelectorAll('.cell_output img')].map(i => i.complete && i.naturalWidth > 0),
     ids: [...document.querySelectorAll('[id]')].map(e => e.id),
     links: [...document.querySelectorAll('a[href]')].map(a => a.href),
-})"""
+    ...LAYOUT(),
+}; }"""
+)
 DRAWN = "() => [...document.querySelectorAll('.mermaid')].every(e => e.getAttribute('data-processed'))"
 
 
@@ -124,11 +158,18 @@ def test_every_page_renders_offline_and_every_internal_link_resolves(served, off
                             f"{state['tracebacks']} tracebacks")  # fmt: skip
         if not all(m["drawn"] and not m["loose"] for m in state["mermaid"]):
             problems.append(f"{name}: a Mermaid block not drawn: {state['mermaid']}")
+        if state["scrollingCode"]:
+            problems.append(
+                f"{name}: code of at most 100 characters scrolls at 1280 px: {state['scrollingCode']}"
+            )
+        small = [round(size, 1) for size in state["diagramText"] if size < state["bodyText"] - 0.5]
+        if small:
+            problems.append(f"{name}: diagram text of {small} px, under the body's {state['bodyText']} px")
         if name.startswith("notebooks/"):
             want = expected_plots(Path(name).with_suffix(".ipynb").name)
             if want is None or len(state["images"]) < want or not all(state["images"]):
                 problems.append(f"{name}: {want} plots executed, images shown/loaded {state['images']}")
-    print(f"screenshots of {len(pages)} pages: {shots}")
+    print(f"screenshots of {len(pages)} pages at 1280 px: {shots}")
     assert sum(len(s["mermaid"]) for s in states.values()) >= 15  # one diagram per notebook at least
     for name, state in states.items():
         for href in state["links"]:
@@ -163,3 +204,45 @@ def test_search_finds_an_error_message_on_the_error_index(served, offline):
     found = page.evaluate(f"() => [...{results}].map(a => a.href)")
     assert any(href.split("#")[0].endswith(ERRORS_PAGE) for href in found), found
     assert refused == []
+
+
+NARROW_PAGES = ("index.html", "notebooks/00_overview.html", "notebooks/06_ddp_mp_spawn.html",
+                "notebooks/11_collectives_and_ddp.html", "notebooks/12_sharding.html", ERRORS_PAGE)  # fmt: skip
+
+
+@pytest.mark.timeout(300)
+def test_a_phone_reads_the_prose_without_sideways_scrolling(served, browser, tmp_path_factory):  # noqa: F811
+    """At 390 px (a phone), no paragraph, list item or heading runs past the window (code, tables and
+    diagrams scroll in their own boxes); screenshots of the pages the issue named, at both widths."""
+    shots = tmp_path_factory.mktemp("site-screenshots-390-and-1280")
+    problems = []
+    for width in (390, 1280):
+        context = browser.new_context(viewport={"width": width, "height": 900})
+        page = context.new_page()
+        for name in NARROW_PAGES:
+            page.goto(served + name, wait_until="load", timeout=60_000)
+            page.wait_for_function(DRAWN, timeout=60_000)
+            page.screenshot(path=str(shots / f"{width}-{name.replace('/', '__')}.png"))
+            outside = page.evaluate("() => { " + LAYOUT_JS + " return LAYOUT().proseOutside; }")
+            problems += [f"{width} px {name}: {text!r} runs past the window" for text in outside]
+        context.close()
+    print(f"screenshots at 390 and 1280 px: {shots}")
+    assert problems == [], "\n".join(problems[:20])
+
+
+def test_the_layout_checks_catch_a_wide_block_and_a_wide_paragraph(browser):  # noqa: F811
+    """The checks above fail where they should: a 100-character line in a narrow code box, a diagram
+    shrunk to half its size, a paragraph wider than the window."""
+    context = browser.new_context(viewport={"width": 390, "height": 900})
+    page = context.new_page()
+    page.set_content(
+        "<article style='font-size:16px'><div class='highlight' style='width:200px'>"
+        f"<pre style='overflow-x:auto'>{'x' * 100}</pre></div>"
+        "<div class='mermaid'><svg viewBox='0 0 400 100' style='width:200px'>"
+        "<text style='font-size:16px'>label</text></svg></div>"
+        f"<p style='width:800px'>{'word ' * 100}</p></article>"
+    )
+    state = page.evaluate("() => { " + LAYOUT_JS + " return LAYOUT(); }")
+    context.close()
+    assert len(state["scrollingCode"]) == 1 and state["diagramText"] == [8.0], state
+    assert len(state["proseOutside"]) == 1, state
