@@ -48,6 +48,7 @@ mermaid_init_config = {
 STAGE = Path(os.environ.get("SITE_STAGE", ROOT / "build" / "site-src"))
 html_static_path = [str(STAGE / "_static")]
 
+
 # The theme: sphinx-book-theme (on pydata-sphinx-theme), made for books of notebooks and maintained by
 # the Executable Books project that makes myst-nb: a right-hand table of contents, dark mode, launch
 # links that open a page as a notebook (Colab, Binder) and a link to the repository, built from the one
@@ -68,7 +69,10 @@ html_theme_options = {
     "repository_url": _repository(),
     "repository_branch": "main",
     "use_repository_button": True,
-    "launch_buttons": {"colab_url": "https://colab.research.google.com", "binderhub_url": "https://mybinder.org"},
+    "launch_buttons": {
+        "colab_url": "https://colab.research.google.com",
+        "binderhub_url": "https://mybinder.org",
+    },
     "show_toc_level": 2,
 }
 html_show_sourcelink = False

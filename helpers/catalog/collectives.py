@@ -798,7 +798,9 @@ from datetime import timedelta
 import torch.distributed as dist
 
 if __name__ == "__main__":
-    print("ucc:", dist.is_ucc_available(), "xccl:", dist.is_xccl_available(), "gloo:", dist.is_gloo_available())
+    print(
+        "ucc:", dist.is_ucc_available(), "xccl:", dist.is_xccl_available(), "gloo:", dist.is_gloo_available()
+    )
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -814,7 +816,9 @@ from datetime import timedelta
 import torch.distributed as dist
 
 if __name__ == "__main__":
-    print("ucc:", dist.is_ucc_available(), "xccl:", dist.is_xccl_available(), "gloo:", dist.is_gloo_available())
+    print(
+        "ucc:", dist.is_ucc_available(), "xccl:", dist.is_xccl_available(), "gloo:", dist.is_gloo_available()
+    )
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]

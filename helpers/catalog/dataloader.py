@@ -48,8 +48,9 @@ class Records(Dataset):
 if __name__ == "__main__":
     with open("records.bin", "wb") as f:
         f.write(bytes(range(4)))
-    loader = DataLoader(Records("records.bin"), batch_size=2, num_workers=1,
-                        multiprocessing_context=mp.get_context("spawn"))
+    loader = DataLoader(
+        Records("records.bin"), batch_size=2, num_workers=1, multiprocessing_context=mp.get_context("spawn")
+    )
     print([batch.tolist() for batch in loader])
 """,
         fixed="""\
@@ -76,8 +77,9 @@ class Records(Dataset):
 if __name__ == "__main__":
     with open("records.bin", "wb") as f:
         f.write(bytes(range(4)))
-    loader = DataLoader(Records("records.bin"), batch_size=2, num_workers=1,
-                        multiprocessing_context=mp.get_context("spawn"))
+    loader = DataLoader(
+        Records("records.bin"), batch_size=2, num_workers=1, multiprocessing_context=mp.get_context("spawn")
+    )
     print([batch.tolist() for batch in loader])
 """,
         pattern=r"(?:TypeError:\s+)?cannot pickle '_io\.\w+' object",
@@ -120,8 +122,9 @@ class Squares(Dataset):
 
 
 if __name__ == "__main__":
-    loader = DataLoader(Squares(), batch_size=2, num_workers=1,
-                        multiprocessing_context=multiprocessing.get_context("fork"))
+    loader = DataLoader(
+        Squares(), batch_size=2, num_workers=1, multiprocessing_context=multiprocessing.get_context("fork")
+    )
     print([batch.tolist() for batch in loader])
 """,
         fixed="""\
@@ -146,8 +149,9 @@ class Squares(Dataset):
 
 
 if __name__ == "__main__":
-    loader = DataLoader(Squares(), batch_size=2, num_workers=1,
-                        multiprocessing_context=multiprocessing.get_context("fork"))
+    loader = DataLoader(
+        Squares(), batch_size=2, num_workers=1, multiprocessing_context=multiprocessing.get_context("fork")
+    )
     print([batch.tolist() for batch in loader])
 """,
         case="daemonic_worker",
@@ -257,8 +261,9 @@ class Data(Dataset):
 
 
 if __name__ == "__main__":
-    loader = DataLoader(Data(), batch_size=2, num_workers=1,
-                        multiprocessing_context=multiprocessing.get_context("fork"))
+    loader = DataLoader(
+        Data(), batch_size=2, num_workers=1, multiprocessing_context=multiprocessing.get_context("fork")
+    )
     print([batch.tolist() for batch in loader])
 """,
         pattern=r"(?:RuntimeError:\s+)?DataLoader worker \(pid\(s\) [\d, ]+\) exited unexpectedly",
@@ -305,8 +310,9 @@ class Data(Dataset):
 
 
 if __name__ == "__main__":
-    loader = DataLoader(Data(), batch_size=2, num_workers=1,
-                        multiprocessing_context=multiprocessing.get_context("fork"))
+    loader = DataLoader(
+        Data(), batch_size=2, num_workers=1, multiprocessing_context=multiprocessing.get_context("fork")
+    )
     print([batch.tolist() for batch in loader])
 """,
     ),
@@ -356,8 +362,9 @@ class Data(Dataset):
 
 
 if __name__ == "__main__":
-    loader = DataLoader(Data(), batch_size=2, num_workers=1,
-                        multiprocessing_context=multiprocessing.get_context("fork"))
+    loader = DataLoader(
+        Data(), batch_size=2, num_workers=1, multiprocessing_context=multiprocessing.get_context("fork")
+    )
     print([batch.tolist() for batch in loader])
 """,
         pattern=r"DataLoader worker \(pid \d+\) exited unexpectedly with exit code \d+",

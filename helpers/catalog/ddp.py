@@ -759,7 +759,8 @@ def run(rank, world_size, port):
         torch.manual_seed(0)
         group = dist.new_group([0, 1])  # a second group, the same ranks
         model = DDP(nn.Linear(4, 1), process_group=group)
-        optimizer = ZeroRedundancyOptimizer(model.parameters(), optimizer_class=torch.optim.SGD, lr=0.1, process_group=group
+        optimizer = ZeroRedundancyOptimizer(
+            model.parameters(), optimizer_class=torch.optim.SGD, lr=0.1, process_group=group
         )
         with Join([model, optimizer]):
             model(torch.randn(8, 4)).sum().backward()
@@ -1077,6 +1078,7 @@ class Adapter(nn.Module):
     def __init__(self):
         super().__init__()
         self.blocks = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 4))
+
     # no state_dict override: nn.Module's hooks drop the wrapper's `_checkpoint_wrapped_module.`
 
 

@@ -270,7 +270,9 @@ if __name__ == "__main__":
         os.setgid(65534)
         os.setuid(65534)
     # an unprivileged port (0: the system picks a free one; 29500 is torch's default)
-    store = dist.TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False, timeout=timedelta(seconds=2))
+    store = dist.TCPStore(
+        "127.0.0.1", 0, is_master=True, wait_for_workers=False, timeout=timedelta(seconds=2)
+    )
     print("listening on", store.port)
 """,
     ),
@@ -420,8 +422,9 @@ import torch.multiprocessing as mp
 
 
 def run(rank, port, done):
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2,
-                            timeout=timedelta(seconds=5))
+    dist.init_process_group(
+        "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2, timeout=timedelta(seconds=5)
+    )
     try:
         if rank == 0:
             # a group of rank 0 only, made on rank 0 only: every rank must call new_group
@@ -455,8 +458,9 @@ import torch.multiprocessing as mp
 
 
 def run(rank, port):
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2,
-                            timeout=timedelta(seconds=5))
+    dist.init_process_group(
+        "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2, timeout=timedelta(seconds=5)
+    )
     dist.new_group([0], timeout=timedelta(seconds=5))  # every rank calls it, members or not
     dist.destroy_process_group()
 
@@ -505,8 +509,9 @@ import torch.multiprocessing as mp
 
 
 def run(rank, port):
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2,
-                            timeout=timedelta(seconds=5))
+    dist.init_process_group(
+        "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2, timeout=timedelta(seconds=5)
+    )
     group = dist.new_group([0])  # every rank calls new_group
     dist.all_reduce(torch.ones(1), group=group)  # rank 1 is not in the group
     dist.destroy_process_group()
@@ -534,8 +539,9 @@ import torch.multiprocessing as mp
 
 
 def run(rank, port):
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2,
-                            timeout=timedelta(seconds=5))
+    dist.init_process_group(
+        "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2, timeout=timedelta(seconds=5)
+    )
     ranks = [0]
     group = dist.new_group(ranks)
     if rank in ranks:  # only members run the group's collectives
@@ -730,9 +736,15 @@ from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
 if __name__ == "__main__":
     config = LaunchConfig(
-        min_nodes=1, max_nodes=1, nproc_per_node=1, run_id="demo", max_restarts=0,
+        min_nodes=1,
+        max_nodes=1,
+        nproc_per_node=1,
+        run_id="demo",
+        max_restarts=0,
         # a file store whose endpoint is a folder, not a file path: the store cannot open it
-        rdzv_backend="c10d", rdzv_endpoint=".", rdzv_configs={"store_type": "file"},
+        rdzv_backend="c10d",
+        rdzv_endpoint=".",
+        rdzv_configs={"store_type": "file"},
     )
     elastic_launch(config, sys.executable)("-c", "pass")
 """,
@@ -743,9 +755,15 @@ from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
 if __name__ == "__main__":
     config = LaunchConfig(
-        min_nodes=1, max_nodes=1, nproc_per_node=1, run_id="demo", max_restarts=0,
+        min_nodes=1,
+        max_nodes=1,
+        nproc_per_node=1,
+        run_id="demo",
+        max_restarts=0,
         # a path to a file (on a filesystem every node shares, for several nodes)
-        rdzv_backend="c10d", rdzv_endpoint="rendezvous_store", rdzv_configs={"store_type": "file"},
+        rdzv_backend="c10d",
+        rdzv_endpoint="rendezvous_store",
+        rdzv_configs={"store_type": "file"},
     )
     elastic_launch(config, sys.executable)("-c", "pass")
 """,

@@ -217,7 +217,17 @@ TINY_SHM = 'mount -t tmpfs -o size=1m tmpfs /dev/shm && exec "$0" -c "$1"'
 if __name__ == "__main__":
     # a private mount namespace whose /dev/shm holds 1 MiB (a user namespace: no root needed where
     # the kernel allows them); this machine's /dev/shm is not touched
-    command = ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", TINY_SHM, sys.executable, SHARE_2_MIB]
+    command = [
+        "unshare",
+        "--user",
+        "--map-root-user",
+        "--mount",
+        "sh",
+        "-c",
+        TINY_SHM,
+        sys.executable,
+        SHARE_2_MIB,
+    ]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=120)
     except FileNotFoundError:
@@ -323,7 +333,14 @@ def fill_map_table(leave):
     # one-page mappings, reserved and never touched (no memory), until `leave` entries remain
     libc = ctypes.CDLL(None, use_errno=True)
     libc.mmap.restype = ctypes.c_void_p
-    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    libc.mmap.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_size_t,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_long,
+    ]
     libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
     limit = int(Path("/proc/sys/vm/max_map_count").read_text())
     pairs = (limit - len(Path("/proc/self/maps").read_text().splitlines()) - leave) // 2
@@ -473,7 +490,11 @@ segment.close()  # closed, never unlinked
 
 if __name__ == "__main__":
     # its resource tracker writes the warning to stderr as it exits, after the program
-    print(subprocess.run([sys.executable, "-c", CREATES_AND_EXITS], capture_output=True, text=True, timeout=60).stderr)
+    print(
+        subprocess.run(
+            [sys.executable, "-c", CREATES_AND_EXITS], capture_output=True, text=True, timeout=60
+        ).stderr
+    )
 ''',
         fixed='''\
 import subprocess
@@ -490,7 +511,11 @@ finally:
 """
 
 if __name__ == "__main__":
-    print(subprocess.run([sys.executable, "-c", CREATES_AND_UNLINKS], capture_output=True, text=True, timeout=60).stderr)
+    print(
+        subprocess.run(
+            [sys.executable, "-c", CREATES_AND_UNLINKS], capture_output=True, text=True, timeout=60
+        ).stderr
+    )
 ''',
         teaches="08_debugging_and_pitfalls.ipynb#leave-nothing-behind-reap-in-finally-and-where-signals-go",
     ),
