@@ -79,7 +79,9 @@ html_show_sourcelink = False
 html_css_files = ["series.css"]  # code at 100 characters without sideways scrolling (tools/site.py)
 copybutton_exclude = ".linenos, .gp, .go"
 # Widgets: myst-nb would load the widget manager and require.js from two CDNs; the site loads nothing
-# from outside it, so interactive controls are not drawn there (they run in the notebook).
+# from outside it. A widget's output is shown as it was when the notebook ran (an interact's plot at
+# the default values): tools/site.py puts the outputs its Output widgets held, from the widget state
+# JupyterLab saves in the browser run (saveState, jupyter-config/labconfig), in the widget's place.
 nb_ipywidgets_js = {}
 
 

@@ -77,6 +77,37 @@ def test_a_notebook_without_an_executed_copy_is_left_to_the_build(tmp_path):
     assert outcome == {"01_x.ipynb": "no executed copy"}
 
 
+def test_a_widget_is_cached_as_the_plot_its_output_widget_held_when_saved(tmp_path):
+    # an interact's view (a VBox whose last child is an Output widget holding the plot), as JupyterLab
+    # saves it with saveState: the site shows the plot, which no widget manager is needed to draw
+    executed, staged = tmp_path / "executed", tmp_path / "stage"
+    executed.mkdir(), staged.mkdir()
+    ran = executed_copy(notebook("interact(f, x=1)"))
+    ran.cells[1].outputs = [
+        nbformat.v4.new_output(
+            "display_data", data={site.WIDGET_VIEW: {"model_id": "box"}, "text/plain": "x"}
+        )
+    ]
+    plot = {"output_type": "display_data", "data": {"image/png": "iVBORw0KGgo="}, "metadata": {}}
+    ran.metadata["widgets"] = {
+        site.WIDGET_STATE: {
+            "state": {
+                "box": {
+                    "model_name": "VBoxModel",
+                    "state": {"children": ["IPY_MODEL_slider", "IPY_MODEL_out"]},
+                },
+                "slider": {"model_name": "IntSliderModel", "state": {"value": 1}},
+                "out": {"model_name": "OutputModel", "state": {"outputs": [plot]}},
+            }
+        }
+    }
+    nbformat.write(ran, executed / "01_x.ipynb")
+    nbformat.write(notebook("interact(f, x=1)"), staged / "01_x.ipynb")
+    assert site.seed_cache([staged / "01_x.ipynb"], executed, tmp_path / "cache") == {"01_x.ipynb": "seeded"}
+    merged = get_cache(str(tmp_path / "cache")).merge_match_into_notebook(notebook("interact(f, x=1)"))[1]
+    assert [list(o["data"]) for o in merged.cells[1].outputs] == [["image/png"]]
+
+
 def test_the_staged_sources_link_patterns_to_their_pages_and_nothing_to_a_missing_page(tmp_path):
     mermaid = tmp_path / "dist"  # stands in for site/node_modules/mermaid/dist (`npm ci`)
     (mermaid / "chunks" / "mermaid.esm.min").mkdir(parents=True)

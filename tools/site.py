@@ -56,7 +56,7 @@ MERMAID = CONF / "node_modules" / "mermaid" / "dist"
 PAGES = ("docs/errors.md", "docs/API.md")  # besides the notebooks and patterns/
 LINK = re.compile(r"(\]\()([^)\s]+)(\))")
 
-__all__ = ["stage", "seed_cache", "cache_report", "site_link", "build", "main"]
+__all__ = ["stage", "seed_cache", "static_widget", "cache_report", "site_link", "build", "main"]
 
 
 def site_link(target: str, page: str, on_site: set[str], repository: str) -> str:
@@ -157,12 +157,46 @@ def _code(nb: nbformat.NotebookNode) -> list[str]:
     return [cell.source for cell in nb.cells if cell.cell_type == "code"]
 
 
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+
+
+def static_widget(output: dict, state: dict) -> list[dict]:
+    """A widget's output as the site shows it: the outputs its ``Output`` widgets held when the notebook
+    was saved (an ``interact``'s plot at the default values), from the widget state JupyterLab saves in
+    the notebook (``saveState``, jupyter-config/labconfig); any other output as it is.
+
+    >>> state = {"box": {"model_name": "VBoxModel", "state": {"children": ["IPY_MODEL_out"]}},
+    ...          "out": {"model_name": "OutputModel", "state": {"outputs": [{"output_type": "stream",
+    ...                  "name": "stdout", "text": "7"}]}}}
+    >>> view = {"output_type": "display_data", "data": {WIDGET_VIEW: {"model_id": "box"}}}
+    >>> [o["text"] for o in static_widget(view, state)]
+    ['7']
+    """
+    data = output.get("data", {})
+    if WIDGET_VIEW not in data:
+        return [output]
+    found: list[dict] = []
+
+    def walk(model_id: str) -> None:
+        model = state.get(model_id, {})
+        found.extend(
+            model.get("state", {}).get("outputs", []) if model.get("model_name") == "OutputModel" else []
+        )
+        for child in model.get("state", {}).get("children", []):
+            walk(str(child).removeprefix("IPY_MODEL_"))
+
+    walk(data[WIDGET_VIEW].get("model_id", ""))
+    return [nbformat.from_dict(o) for o in found] or [output]
+
+
 def seed_cache(notebooks: list[Path], executed: Path, cache_path: Path = CACHE) -> dict[str, str]:
     """Store in the jupyter-cache at ``cache_path`` each of ``notebooks`` with the outputs of its
     executed copy in ``executed``, where the copy's code cells are the notebook's own.
 
     The notebook stored is the staged one (its metadata, markdown and cell metadata: what the cache's
-    key is made from) with the copy's outputs and execution counts. Returns what happened to each:
+    key is made from) with the copy's outputs and execution counts, a widget's output replaced by what
+    it showed (:func:`static_widget`). Returns what happened to each:
     ``seeded``, ``no executed copy`` or ``code differs`` (the build executes those two).
     """
     from jupyter_cache import get_cache
@@ -179,8 +213,10 @@ def seed_cache(notebooks: list[Path], executed: Path, cache_path: Path = CACHE) 
             outcome[path.name] = "code differs"
             continue
         done = [cell for cell in ran.cells if cell.cell_type == "code"]
+        widgets = ran.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
         for cell, source in zip([c for c in nb.cells if c.cell_type == "code"], done, strict=True):
-            cell.outputs, cell.execution_count = source.outputs, source.execution_count
+            cell.outputs = [shown for output in source.outputs for shown in static_widget(output, widgets)]
+            cell.execution_count = source.execution_count
         bundle = CacheBundleIn(nb, str(path), data={"seeded_from": str(copy)})
         cache.cache_notebook_bundle(bundle, check_validity=False, overwrite=True)
         outcome[path.name] = "seeded"
