@@ -139,6 +139,7 @@ if __name__ == "__main__":
     Entry(
         id="spawn_worker_raised",
         message="-- Process 1 terminated with the following error:",
+        rank=-1,  # a wrapper: the rank's own error, under it, is the cause
         cause=(
             "A rank started by `mp.spawn` raised an exception. The parent's `join` re-raises it as "
             "`ProcessRaisedException`, with the rank's own traceback under this line. `mp.spawn` shows "
@@ -546,8 +547,9 @@ time.sleep(30)
         fix=(
             "Find who sent the signal: the scheduler's log (`sacct -j JOB`, `kubectl describe pod`), "
             "the time limit, an OOM of the whole container. Raise the time limit or checkpoint before "
-            "it; run torchrun under `nohup`/`tmux` when the terminal may close; with `--max-restarts` "
-            "and a checkpoint, a resubmitted job resumes."
+            "it; run torchrun in `tmux` or under `setsid` when the terminal may close (not `nohup`: "
+            "torchrun handles SIGHUP itself and stops its workers); with `--max-restarts` and a "
+            "checkpoint, a resubmitted job resumes."
         ),
         sites=(
             "torch/distributed/elastic/multiprocessing/api.py::_terminate_process_handler::SignalException::process-_-got-signal-_",
