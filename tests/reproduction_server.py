@@ -16,9 +16,11 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 import types
@@ -27,9 +29,14 @@ from pathlib import Path
 PRELOAD = ("torch", "torch.distributed", "torch.multiprocessing", "torch.utils.data", "torch.nn.parallel")
 
 
-def _run_child(path: str, output: str, errors: str, argv: list[str], cwd: str) -> None:
+def _run_child(path: str, output: str, errors: str, argv: list[str], cwd: str, tmpdir: str | None) -> None:
     """In the forked child: become a process group, redirect, run the script as __main__, exit."""
     os.setpgid(0, 0)
+    if tmpdir:  # what a failing script leaves there (torch's error files, torchelastic's logs) goes with it
+        import tempfile
+
+        os.environ["TMPDIR"] = tmpdir
+        tempfile.tempdir = None
     out = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     err = out if errors == output else os.open(errors, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     os.dup2(out, 1)
@@ -74,7 +81,8 @@ def _serve() -> None:
         if pid == 0:
             output = request["output"]
             cwd = request.get("cwd") or os.path.dirname(request["path"])
-            _run_child(request["path"], output, request.get("errors", output), request.get("argv", []), cwd)
+            errors = request.get("errors", output)
+            _run_child(request["path"], output, errors, request.get("argv", []), cwd, request.get("tmpdir"))
         deadline = time.monotonic() + request["timeout"]
         status = None
         while time.monotonic() < deadline:
@@ -103,8 +111,6 @@ class ReproductionServer:
     """
 
     def __init__(self, folder: Path | None = None) -> None:
-        import tempfile
-
         self._temp = tempfile.TemporaryDirectory(prefix="reproductions-") if folder is None else None
         self.folder = Path(self._temp.name) if self._temp else folder
         self._count = 0
@@ -132,16 +138,30 @@ class ReproductionServer:
         folder.mkdir()
         path, output = folder / f"{name}.py", folder / "output.txt"
         path.write_text(script)
-        code = self.run_file(path, [], folder, output, output, timeout)
+        # the script's TMPDIR, removed after it: a failing torch script leaves files there (error files,
+        # torchelastic's logs); short, since torch_shm_manager's socket path in it may not pass 107 bytes
+        scratch = Path(tempfile.mkdtemp(prefix="repro-", dir="/tmp" if os.path.isdir("/tmp") else None))
+        try:
+            code = self.run_file(path, [], folder, output, output, timeout, tmpdir=scratch)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
         return output.read_text(errors="replace"), code
 
     def run_file(
-        self, path: Path, argv: list[str], cwd: Path, stdout: Path, stderr: Path, timeout: float
+        self,
+        path: Path,
+        argv: list[str],
+        cwd: Path,
+        stdout: Path,
+        stderr: Path,
+        timeout: float,
+        tmpdir: Path | None = None,
     ) -> int | None:
         """Run the script at ``path`` with ``argv`` from ``cwd``, its output into the files ``stdout``
         and ``stderr`` (the same file for both is fine); its exit code, or None if it was killed at
-        ``timeout`` seconds."""
+        ``timeout`` seconds. ``tmpdir``: its TMPDIR (default: the server's, so a leak shows)."""
         request = {
+            "tmpdir": None if tmpdir is None else str(tmpdir),
             "path": str(path),
             "argv": argv,
             "cwd": str(cwd),
