@@ -57,6 +57,7 @@ def test_torchrun_sets_one_thread_per_worker_and_the_check_says_torchrun_did(tmp
     script = tmp_path / "worker.py"
     script.write_text(WORKER)
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+    env["TMPDIR"] = str(tmp_path)  # torchrun leaves its log folder (torchelastic_*) in TMPDIR
     done = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", str(script)],
         capture_output=True,
