@@ -139,7 +139,7 @@ if __name__ == "__main__":
     Entry(
         id="spawn_worker_raised",
         message="-- Process 1 terminated with the following error:",
-        rank=-1,  # a wrapper: the rank's own error, under it, is the cause
+        rank=-2,  # the outermost wrapper: the rank's own error under it (even a generic one) is the cause
         cause=(
             "A rank started by `mp.spawn` raised an exception. The parent's `join` re-raises it as "
             "`ProcessRaisedException`, with the rank's own traceback under this line. `mp.spawn` shows "
