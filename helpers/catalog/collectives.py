@@ -128,7 +128,7 @@ if __name__ == "__main__":
         pattern=(
             r"Connection closed by peer \[[^\]\n]*\]:\d+"
             r"|Read error \[[^\]\n]*\]:\d+: Connection reset by peer"
-            r"|\] Connection reset by peer \[[^\]\n]*\]:\d+"  # gloo's pair.cc, as section 2 of notebook 10 saw it
+            r"|\] Connection reset by peer \[[^\]\n]*\]:\d+"  # gloo's pair.cc, as notebook 10's uneven-inputs case saw it
         ),
         cause=(
             "This rank was in a gloo collective or send/recv when the process at the other end of the "

@@ -814,7 +814,7 @@ if __name__ == "__main__":
     Entry(
         id="spawn_terminating_sigterm",
         message="Terminating process 4242 via signal SIGTERM",
-        rank=-1,
+        rank=-3,  # never the cause: below mp.spawn's wrapper line, which it precedes
         cause=(
             "Not the error: another rank of `mp.spawn` (or `start_processes`) failed, and torch stops "
             "the ranks still running with SIGTERM before it raises that rank's error. A rank waiting in "
