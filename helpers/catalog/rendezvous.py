@@ -326,6 +326,28 @@ if __name__ == "__main__":
         read_from="torch/csrc/distributed/c10d/socket.cpp (SocketImpl::accept)",
     ),
     Entry(
+        id="file_store_missing_folder",
+        message="torch.distributed.DistStoreError: No such file or directory",
+        cause=(
+            '`init_process_group` with `init_method="file:///PATH"` (or a `FileStore(PATH, ...)`) names '
+            "a file in a folder that does not exist on this machine. The store cannot create the file, "
+            "and it retries, waiting for the file to appear, for the store's default 300 s, not the "
+            "`timeout` given to `init_process_group`: the rank seems to hang for five minutes, then "
+            "says this without the path (upstream/file_store_missing_folder.py)."
+        ),
+        fix=(
+            "Create the folder before the ranks start (`os.makedirs(folder, exist_ok=True)`) and pass a "
+            "new file in it (a file left by an earlier job holds its keys: delete it first). Across "
+            "machines the path must be on a file system every node mounts at the same place; or use "
+            "`tcp://` or `env://` instead."
+        ),
+        read_from=(
+            "torch/distributed/rendezvous.py (_file_rendezvous_handler: FileStore(path, world_size), no "
+            "timeout) and torch/csrc/distributed/c10d/FileStore.cpp (File::File retries ENOENT until "
+            "the store's timeout); measured on torch 2.15.0: 301 s with timeout=5 s"
+        ),
+    ),
+    Entry(
         id="store_wait_timeout",
         message=(
             "[W1202 03:04:49.983031663 socket.cpp:494] [c10d] waitForInput: socket SocketImpl(fd=13, "
