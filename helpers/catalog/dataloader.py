@@ -399,4 +399,117 @@ if __name__ == "__main__":
         ),
         rank=-1,
     ),
+    Entry(
+        id="dataloader_worker_caught",
+        message="RuntimeError: Caught RuntimeError in DataLoader worker process 0.",
+        pattern=r"Caught \w+ in (?:DataLoader worker process \d+|pin memory thread for device \d+)\.",
+        rank=-2,  # the wrapper: the worker's own error under "Original Traceback" is the cause
+        cause=(
+            "Not the error itself: code running in a DataLoader worker (the Dataset's `__getitem__` or "
+            "`__iter__`, the `collate_fn`, the `worker_init_fn`) raised, and the DataLoader re-raises it in "
+            "the main process with the same type and this header. The worker's own traceback follows "
+            "under `Original Traceback (most recent call last):`; its last line is the error."
+        ),
+        fix=(
+            "Read the last line under `Original Traceback` and look that message up (`python -m "
+            "helpers.explain` with the whole text). To debug it with pdb and full tracebacks, run the "
+            "same loader with `num_workers=0`: the code then runs in the main process and raises there "
+            "directly."
+        ),
+        teaches="07_dataloader_workers.ipynb#what-workers-buy-loading-in-parallel-with-training",
+        reproduction="""\
+from torch.utils.data import DataLoader, Dataset
+
+
+class Labelled(Dataset):
+    def __init__(self):
+        self.labels = {0: 1, 1: 0, 2: 1}  # no label for sample 3
+
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        return self.labels[i]  # KeyError for i == 3, raised in the worker
+
+
+if __name__ == "__main__":
+    print([batch.tolist() for batch in DataLoader(Labelled(), batch_size=2, num_workers=1)])
+""",
+        fixed="""\
+from torch.utils.data import DataLoader, Dataset
+
+
+class Labelled(Dataset):
+    def __init__(self):
+        self.labels = {0: 1, 1: 0, 2: 1, 3: 0}  # every sample has its label
+
+    def __len__(self):
+        return len(self.labels)
+
+    def __getitem__(self, i):
+        return self.labels[i]
+
+
+if __name__ == "__main__":
+    print([batch.tolist() for batch in DataLoader(Labelled(), batch_size=2, num_workers=1)])
+""",
+    ),
+    Entry(
+        id="collate_ragged_in_worker",
+        message="RuntimeError: Trying to resize storage that is not resizable",
+        cause=(
+            "The samples of one batch have different shapes and the default `collate_fn` stacks them. "
+            "In a worker it first allocates the batch in shared memory, sized by the sum of the samples, "
+            "then shapes it as the first sample times the batch size; when the first sample is the "
+            "largest, that needs more room and shared memory cannot grow. With `num_workers=0` (or a "
+            "smaller first sample) the same batch says `stack expects each tensor to be equal size`. "
+            "Any tensor in shared memory (`share_memory_()`, one received from another process) "
+            "refuses `resize_` with this message."
+        ),
+        fix=(
+            "Make the samples of a batch the same shape: crop or pad in the Dataset, or pass a "
+            "`collate_fn` that pads (`torch.nn.utils.rnn.pad_sequence(batch, batch_first=True)`) or "
+            "returns a list; `batch_size=1` also avoids stacking. For a shared tensor, allocate the "
+            "final size before sharing it."
+        ),
+        teaches="07_dataloader_workers.ipynb#appendix-worker-memory-tensors-arrays-and-python-objects",
+        reproduction="""\
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Sentences(Dataset):
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        return torch.ones(4 - i)  # a different length per sample, the first the longest
+
+
+if __name__ == "__main__":
+    print([batch.shape for batch in DataLoader(Sentences(), batch_size=2, num_workers=1)])
+""",
+        fixed="""\
+import torch
+from torch.nn.utils.rnn import pad_sequence
+from torch.utils.data import DataLoader, Dataset
+
+
+class Sentences(Dataset):
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        return torch.ones(4 - i)
+
+
+def pad(batch):
+    return pad_sequence(batch, batch_first=True)  # pad to the batch's longest sample
+
+
+if __name__ == "__main__":
+    loader = DataLoader(Sentences(), batch_size=2, num_workers=1, collate_fn=pad)
+    print([batch.shape for batch in loader])
+""",
+    ),
 )
