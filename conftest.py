@@ -10,6 +10,8 @@
 - ``MP_DEFAULT_START_METHOD=spawn`` (or ``forkserver``) makes that the test process's default start
   method, as on macOS/Windows (spawn) or Linux with Python 3.14+ (forkserver); notebook kernels get
   it from the kernelspecs in ``jupyter-config/kernels`` (``make test-spawn``).
+- SIGHUP is back to its default in each test process: a suite started under ``nohup`` would pass
+  SIG_IGN to every child, kernels included, and the hang-up demos of notebook 14 would see none.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import shutil
+import signal
 import tempfile
 import time
 from pathlib import Path
@@ -38,6 +41,8 @@ NOTEBOOK_TIMEOUT = 900
 
 def pytest_configure(config):
     multiprocessing.set_forkserver_preload(FORKSERVER_PRELOAD)
+    if hasattr(signal, "SIGHUP"):  # POSIX
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
     method = os.environ.get("MP_DEFAULT_START_METHOD", "").strip()
     if method:
         multiprocessing.set_start_method(method, force=True)
