@@ -618,4 +618,62 @@ if __name__ == "__main__":
             "asked for only on macOS (ACKNOWLEDGE = sys.platform == 'darwin')"
         ),
     ),
+    Entry(
+        id="producer_exited_before_get",
+        message="ConnectionRefusedError: [Errno 111] Connection refused",
+        pattern=r"(?:ConnectionRefusedError:\s+)?\[Errno 111\] Connection refused",
+        cause=(
+            "A process received a tensor from another (through a Queue, a Pipe, a DataLoader worker's "
+            "batch) after the sender had exited. Only a handle crosses: under the `file_descriptor` "
+            "sharing strategy (Linux's default) the receiver, while it unpickles, asks the sender's "
+            "process for the shared memory's file descriptor (`rebuild_storage_fd`, CPython's "
+            "`resource_sharer`), and nothing answers on its socket any more. The same message from "
+            "`multiprocessing.managers` means the Manager's server process has exited."
+        ),
+        fix=(
+            "Keep the producer running, and its tensor alive, until the consumer is done with it: the "
+            "producer waits on an `Event` the consumer sets after it has used (or cloned) the tensor, "
+            "and is joined after that. Sending a copy of the data (a NumPy array, `tensor.tolist()`), or "
+            "`set_sharing_strategy('file_system')`, also outlives the sender, at a cost."
+        ),
+        teaches="03_queues_and_pipes.ipynb#keep-the-producer-alive",
+        reproduction="""\
+import torch
+import torch.multiprocessing as mp
+
+
+def producer(queue):
+    queue.put(torch.ones(1000))  # only a handle crosses; the data stays in this process's shared memory
+
+
+if __name__ == "__main__":
+    ctx = mp.get_context("fork")
+    queue = ctx.Queue()
+    p = ctx.Process(target=producer, args=(queue,))
+    p.start()
+    p.join(60)  # the producer has exited before the consumer receives its tensor
+    print(queue.get(timeout=60).sum())
+""",
+        fixed="""\
+import torch
+import torch.multiprocessing as mp
+
+
+def producer(queue, done):
+    queue.put(torch.ones(1000))
+    done.wait(60)  # keep running until the consumer is done with the tensor
+
+
+if __name__ == "__main__":
+    ctx = mp.get_context("fork")
+    queue, done = ctx.Queue(), ctx.Event()
+    p = ctx.Process(target=producer, args=(queue, done))
+    p.start()
+    tensor = queue.get(timeout=60)
+    print(tensor.sum())
+    del tensor  # done with it
+    done.set()
+    p.join(60)
+""",
+    ),
 )
