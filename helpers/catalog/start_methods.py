@@ -968,4 +968,72 @@ if __name__ == "__main__":
             "pipes; 3.8 to 3.13): no Linux machine runs that class"
         ),
     ),
+    Entry(
+        id="process_limit_reached",
+        message="BlockingIOError: [Errno 11] Resource temporarily unavailable",
+        pattern=(
+            r"(?:BlockingIOError:\s+)?\[Errno 11\] Resource temporarily unavailable"
+            r"|can't start new thread|Thread creation failed: Resource temporarily unavailable"
+            r"|fork: retry: Resource temporarily unavailable"
+        ),
+        cause=(
+            "Starting a process (`os.fork` under a worker's `start()`) or a thread failed because this "
+            "user, or this container, is at its limit of tasks: `ulimit -u` (RLIMIT_NPROC, counting "
+            "every thread of every process of the user) or the cgroup's `pids.max`. Each worker brings "
+            "torch's threads (intra-op, inter-op, OpenMP), so `num_workers` or `nprocs` times those "
+            "threads can pass a limit of a few thousand on a shared login node or in a container. "
+            "Python says `can't start new thread`, GNU OpenMP `Thread creation failed`."
+        ),
+        fix=(
+            "`python -m helpers.doctor --nprocs N` compares the plan with the room left. Start fewer "
+            "workers, give each fewer threads (`OMP_NUM_THREADS=1`, `torch.set_num_threads(1)` in the "
+            "worker), end stray processes of yours, or raise the limit (`ulimit -u` up to the hard "
+            "limit; a container's `--pids-limit`; Slurm and Kubernetes set their own)."
+        ),
+        reproduction="""\
+import multiprocessing.popen_fork  # imported first: the user nobody may not read this Python's files
+import os
+import resource
+
+import torch.multiprocessing as mp
+
+
+def work(rank):
+    pass
+
+
+if __name__ == "__main__":
+    if os.getuid() == 0:
+        os.setuid(65534)  # root is not held by the limit: run as the user nobody
+    resource.setrlimit(resource.RLIMIT_NPROC, (1, 1))  # ulimit -u 1: this user is at its limit
+    workers = [mp.get_context("fork").Process(target=work, args=(r,)) for r in range(2)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(60)
+""",
+        fixed="""\
+import multiprocessing.popen_fork  # imported first: the user nobody may not read this Python's files
+import os
+import resource
+
+import torch.multiprocessing as mp
+
+
+def work(rank):
+    pass
+
+
+if __name__ == "__main__":
+    if os.getuid() == 0:
+        os.setuid(65534)  # root is not held by the limit: run as the user nobody
+    hard = resource.getrlimit(resource.RLIMIT_NPROC)[1]
+    resource.setrlimit(resource.RLIMIT_NPROC, (hard, hard))  # ulimit -u raised to the hard limit: room left
+    workers = [mp.get_context("fork").Process(target=work, args=(r,)) for r in range(2)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(60)
+""",
+    ),
 )
