@@ -94,7 +94,7 @@ LIBRARY_KEYWORDS = re.compile(
     r"|world[_ ]size|collective|CUDA IPC|CudaIPC|\bIPC\b|pidfd|\bshm\b|libshm|shared memory|watchdog|Watchdog"
     r"|rendezvous|\bc10d\b|monitoredBarrier|(?i:\bstore (?:key|get|set|wait|timeout|server|client))"
     r"|DataLoader worker|forked subprocess|multiprocessing|another process|EADDRINUSE|address already in use"
-    r"|[Cc]onnection (?:closed|reset|refused)|by peer|[Ss]ocket"
+    r"|[Cc]onnection (?:closed|reset|refused)|by peer|[Ss]ocket|clients joined|write to file <"
 )
 MESSAGE_LIKE = re.compile(r"^[A-Za-z\[(%{'\"`<-][^\x00-\x08\x0e-\x1f]{18,}$")
 SOURCE_LINE = re.compile(

@@ -406,6 +406,73 @@ if __name__ == "__main__":
 """,
     ),
     Entry(
+        id="store_clients_missing",
+        message=(
+            "torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/2 clients "
+            "joined."
+        ),
+        pattern=r"Timed out after \d+ seconds waiting for clients\. \d+/\d+ clients joined\.",
+        cause=(
+            "Rank 0 (with `tcp://` or `env://`; torchrun's first agent with `--rdzv-backend=static`) hosts "
+            "the rendezvous store and waits until `world_size` ranks have connected to it; only the "
+            "number before the slash did, within the timeout. The others did not start, crashed before "
+            "`init_process_group`, connect to another address or port (their MASTER_ADDR/MASTER_PORT), "
+            "cannot reach this host (a firewall, the wrong interface), or `world_size` is larger than "
+            "the number of ranks started."
+        ),
+        fix=(
+            "Start every rank, with the same MASTER_ADDR/MASTER_PORT and `world_size` (nodes x "
+            "processes per node); look at the missing ranks' own output for an earlier error; from "
+            "another node check `nc -zv MASTER_ADDR MASTER_PORT`. Their messages say `The client socket "
+            "has timed out` when they cannot reach this store."
+        ),
+        teaches="09_multi_node.ipynb#one-agent-per-node-one-rendezvous",
+        sites=(
+            "torch/lib/libtorch_cpu.so::timed-out-after-_-seconds-waiting-for-clients-_-_-clients-joined",
+        ),
+        reproduction="""\
+import socket
+from datetime import timedelta
+
+import torch.distributed as dist
+
+if __name__ == "__main__":
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    # rank 0 of a world of 2 hosts the store and waits for rank 1, which is never started
+    dist.init_process_group(
+        "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=2, timeout=timedelta(seconds=2)
+    )
+""",
+        fixed="""\
+import socket
+from datetime import timedelta
+
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+
+def run(rank, port):
+    dist.init_process_group(
+        "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2, timeout=timedelta(seconds=20)
+    )
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ctx = mp.get_context("fork")
+    ranks = [ctx.Process(target=run, args=(rank, port)) for rank in (0, 1)]  # every rank started
+    for p in ranks:
+        p.start()
+    for p in ranks:
+        p.join(60)
+""",
+    ),
+    Entry(
         id="store_based_barrier_timeout",
         message=(
             "torch.distributed.DistStoreError: Timed out initializing process group in store based barrier "

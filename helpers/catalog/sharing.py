@@ -198,7 +198,8 @@ if __name__ == "__main__":
             "`/dev/shm` is full: torch reserves a shared storage's bytes there (`posix_fallocate`) when a "
             "DataLoader worker makes a batch or a tensor is shared, and the file system has no room. "
             "Docker gives a container 64 MB of `/dev/shm` by default. From torch 2.13 the message ends "
-            "`No space left on device (28)`; 2.11 named a stale errno there."
+            "`No space left on device (28)`; 2.11 named a stale errno there. Older torch, and the "
+            "allocator's other path in the same library, say `unable to write to file </torch_...>`."
         ),
         fix=(
             "Give `/dev/shm` room: `docker run --shm-size=8g` (or `--ipc=host`); in Kubernetes an "
@@ -206,7 +207,14 @@ if __name__ == "__main__":
             "memory limit). Or keep fewer bytes in flight: smaller batches, fewer workers, a lower "
             "`prefetch_factor`; `num_workers=0` confirms the cause."
         ),
-        sites=("torch/lib/libtorch_cpu.so::unable-to-allocate-shared-memory-shm-for-file",),
+        pattern=(
+            r"(?:RuntimeError:\s+)?unable\s+to\s+allocate\s+shared\s+memory\(shm\)\s+for\s+file"
+            r"|unable to write to file </torch_[^>\n]*>"
+        ),
+        sites=(
+            "torch/lib/libtorch_cpu.so::unable-to-allocate-shared-memory-shm-for-file",
+            "torch/lib/libtorch_cpu.so::unable-to-write-to-file",
+        ),
         reproduction="""\
 import subprocess
 import sys
