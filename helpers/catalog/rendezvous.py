@@ -181,7 +181,10 @@ if __name__ == "__main__":
             "with an error that retrying does not fix, unlike 'connection refused' (which is retried "
             "until the timeout): the address is on a network this machine has no route to (errno 101 "
             "Network is unreachable, 113 No route to host), or the connection is forbidden (13 "
-            "Permission denied). The errno at the end names which."
+            "Permission denied). The errno at the end names which. A `[W socket.cpp]` warning with "
+            "this text alone, such as `[localhost]:29500 (errno: 99 - Cannot assign requested address)`, "
+            "is one of the host's addresses failing (IPv6 `::1` where the machine has none; macOS says "
+            "errno 49, Windows 10049): torch tries the next, and the job goes on when one connects."
         ),
         fix=(
             "Set MASTER_ADDR / `--rdzv-endpoint` to an address of rank 0's machine that this machine "
