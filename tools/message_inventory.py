@@ -95,6 +95,7 @@ LIBRARY_KEYWORDS = re.compile(
     r"|rendezvous|\bc10d\b|monitoredBarrier|(?i:\bstore (?:key|get|set|wait|timeout|server|client))"
     r"|DataLoader worker|forked subprocess|multiprocessing|another process|EADDRINUSE|address already in use"
     r"|[Cc]onnection (?:closed|reset|refused)|by peer|[Ss]ocket|clients joined|write to file <"
+    r"|No backend type associated|Tensors must be CUDA"
 )
 MESSAGE_LIKE = re.compile(r"^[A-Za-z\[(%{'\"`<-][^\x00-\x08\x0e-\x1f]{18,}$")
 SOURCE_LINE = re.compile(

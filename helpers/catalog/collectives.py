@@ -979,12 +979,62 @@ if __name__ == "__main__":
         rank=-1,
     ),
     Entry(
+        id="no_backend_for_device",
+        message="RuntimeError: No backend type associated with device type cpu",
+        pattern=(
+            r"No backend type associated with device type \w+|Tensors must be CUDA and dense"
+            r"|ProcessGroupNCCL is only supported with GPUs, no GPUs found|nccl2 requires at least one CUDA device"
+        ),
+        cause=(
+            "A process group runs each collective on the backend registered for the tensor's device, "
+            'and this group has none for it: with `backend="nccl"` only CUDA tensors can take part, '
+            "so a CPU tensor (a loss or a metric left on the CPU, a model not moved to the rank's GPU) "
+            "fails here, and older torch said `Tensors must be CUDA and dense`. On a machine where no "
+            "GPU is visible (CPU-only node, `CUDA_VISIBLE_DEVICES` empty) an NCCL group cannot start at "
+            "all: `nccl2 requires at least one CUDA device`, older `ProcessGroupNCCL is only supported "
+            "with GPUs`."
+        ),
+        fix=(
+            'Move the tensor to the rank\'s GPU before the collective (`t.to(f"cuda:{local_rank}")`), '
+            'or give the group a backend for each device: `init_process_group("cpu:gloo,cuda:nccl")` '
+            '(or no `backend`, which registers both). On a CPU-only machine use `backend="gloo"`.'
+        ),
+        sites=(
+            "torch/distributed/distributed_c10d.py::_nccl2_device::RuntimeError::nccl2-requires-at-least-one-cuda-device",
+            "torch/lib/libtorch_cuda.so::processgroupnccl-is-only-supported-with-gpus-no-gpus-found",
+            "torch/lib/libtorch_cpu.so::no-backend-type-associated-with-device-type",
+            "torch/lib/libtorch_cuda.so::tensors-must-be-cuda-and-dense",
+        ),
+        reproduction="""\
+import torch
+import torch.distributed as dist
+
+if __name__ == "__main__":
+    # a group with a backend for CUDA tensors only, as backend="nccl" is (gloo here: no GPU needed)
+    dist.init_process_group("cuda:gloo", store=dist.HashStore(), rank=0, world_size=1)
+    dist.all_reduce(torch.ones(4))  # a CPU tensor
+""",
+        fixed="""\
+import torch
+import torch.distributed as dist
+
+if __name__ == "__main__":
+    # a backend for each device; with GPUs: "cpu:gloo,cuda:nccl"
+    dist.init_process_group("cpu:gloo,cuda:gloo", store=dist.HashStore(), rank=0, world_size=1)
+    t = torch.ones(4)
+    dist.all_reduce(t)
+    print(t)
+    dist.destroy_process_group()
+""",
+    ),
+    Entry(
         id="nccl_error",
         message="NCCL Send failed in all_to_all: remote process exited or there was a network error",
         pattern=(
             r"NCCL (?:Send|Recv|Reduce|Broadcast|AllReduce|AllGather|ReduceScatter|AllToAll|Barrier"
             r"|GroupStart|GroupEnd) failed(?: in (?:batch operation|\w+))?"
             r"|NCCL error in: \S+|Last error: Unknown NCCL Error"
+            r"|ncclRemoteError: A call failed possibly due to a network error or a remote process exiting"
         ),
         cause=(
             "An NCCL call that torch made for this collective returned an error. The words after the "

@@ -159,6 +159,7 @@ if __name__ == "__main__":
             r"|Invalid NCCL unique ID size|Failed to query NCCL-assigned rank"
             r"|NCCL timeout when waiting for nonblocking call to become successful"
             r"|NCCL communicator not initialized\.|NCCL User Rank failed"
+            r"|is setting up NCCL communicator and retrieving ncclUniqueId from \[\d+\]"
         ),
         cause=(
             "Setting up the NCCL communicator of a process group failed (on the first collective, or at "

@@ -272,7 +272,10 @@ if __name__ == "__main__":
     Entry(
         id="dataloader_worker_killed_by_signal",
         message="RuntimeError: DataLoader worker (pid 7523) is killed by signal: Killed.",
-        pattern=r"DataLoader worker \(pid \d+\) is killed by signal: (?!Bus error)\w",
+        pattern=(
+            r"DataLoader worker \(pid \d+\) is killed by signal: (?!Bus error)\w"
+            r"|ERROR: Unexpected (?:segmentation fault|floating-point exception) encountered in worker\."
+        ),
         cause=(
             "A DataLoader worker process was ended by a signal, which torch names after the signal's "
             "description. `Killed` is SIGKILL, which nothing inside the worker can catch: almost always the "
