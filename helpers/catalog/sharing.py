@@ -95,6 +95,10 @@ if __name__ == "__main__":
     Entry(
         id="too_many_open_files_dataloader",
         message="RuntimeError: Too many open files. Communication with the workers is no longer possible.",
+        pattern=(
+            r"Too many open files\. Communication with the workers is no longer possible\."
+            r"|OSError: \[Errno 24\] Too many open files"  # the same limit met in multiprocessing itself
+        ),
         cause=(
             "A DataLoader's main process ran out of file descriptors while receiving a batch from its "
             "workers. "

@@ -77,6 +77,70 @@ if __name__ == "__main__":
         case="unpicklable_worker",
     ),
     Entry(
+        id="unpicklable_for_spawn",
+        message="AttributeError: Can't pickle local object 'main.<locals>.<lambda>'",
+        pattern=(
+            r"Can't (?:pickle|get) local object|Can't pickle <function <lambda>"
+            r"|cannot pickle '[\w.]+' object|can't pickle \w+ objects|EOFError: Ran out of input"
+        ),
+        rank=-1,  # generic: an entry for a particular object (an open file) goes first
+        cause=(
+            "A spawn or forkserver child (a `Process`, `mp.spawn`'s ranks, DataLoader workers: the "
+            "default on macOS and Windows, forkserver on Linux from Python 3.14) receives its target, "
+            "arguments and the Dataset pickled, and this object cannot be pickled: a function or "
+            "lambda defined inside another function (pickle stores functions by importable name), a "
+            "lock, a generator, an open connection or file, or an object holding one. Python 3.13 "
+            "says `Can't get local object`, 3.14 `PicklingError: Can't pickle local object <function "
+            "...>`; on Windows the child then prints `EOFError: Ran out of input`, an echo of it."
+        ),
+        fix=(
+            "Define functions at the top level of a module (a `def` instead of a lambda; "
+            "`functools.partial(top_level_function, arg)` for bound arguments). Keep locks, "
+            "connections, generators and open files out of what crosses: create them in the worker "
+            "(`worker_init_fn`, or lazily on the first `__getitem__`). Fork (Linux) copies the parent "
+            "instead and pickles nothing, but not with CUDA and not on macOS or Windows."
+        ),
+        teaches="07_dataloader_workers.ipynb#what-a-spawn-worker-receives",
+        reproduction="""\
+import torch
+from torch.utils.data import DataLoader
+
+
+def main():
+    loader = DataLoader(
+        torch.arange(8.0),
+        batch_size=4,
+        num_workers=1,
+        multiprocessing_context="spawn",  # the default on macOS and Windows
+        collate_fn=lambda batch: torch.stack(batch) * 2,  # a lambda: pickle cannot send it
+    )
+    print([batch.tolist() for batch in loader])
+
+
+if __name__ == "__main__":
+    main()
+""",
+        fixed="""\
+import torch
+from torch.utils.data import DataLoader
+
+
+def double(batch):  # a top-level function: pickled by its name, imported by the worker
+    return torch.stack(batch) * 2
+
+
+def main():
+    loader = DataLoader(
+        torch.arange(8.0), batch_size=4, num_workers=1, multiprocessing_context="spawn", collate_fn=double
+    )
+    print([batch.tolist() for batch in loader])
+
+
+if __name__ == "__main__":
+    main()
+""",
+    ),
+    Entry(
         id="no_main_guard",
         message="current process has finished its bootstrapping phase.",
         cause=(
