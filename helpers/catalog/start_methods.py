@@ -1100,4 +1100,49 @@ if __name__ == "__main__":
         w.join(60)
 """,
     ),
+    Entry(
+        id="fork_out_of_memory",
+        message="OSError: [Errno 12] Cannot allocate memory",
+        pattern=r"OSError: \[Errno 12\] Cannot allocate memory",
+        cause=(
+            "`os.fork()` (under a fork worker's `start()`, a DataLoader's workers, `subprocess` from a "
+            "large process) failed: the kernel must be able to account for a copy of the parent's "
+            "writable memory, even though the child shares it copy-on-write, and it refused. With "
+            "`vm.overcommit_memory=2` (strict accounting, common on HPC nodes) or a memory limit, a "
+            "parent that holds a large dataset or model cannot fork once, or cannot fork the Nth "
+            "worker."
+        ),
+        fix=(
+            'Start workers from a small process: `multiprocessing_context="forkserver"` (or '
+            '`"spawn"`), or start them before loading the large data (`persistent_workers=True` keeps '
+            "them); use fewer workers; load data lazily in the workers instead of in the parent. "
+            "`cat /proc/sys/vm/overcommit_memory` shows the policy (2 is strict)."
+        ),
+        read_from=(
+            "CPython's Lib/multiprocessing/popen_fork.py (Popen._launch: os.fork raises OSError ENOMEM); "
+            "Linux's fork accounting under vm.overcommit_memory=2, a system setting no test may change"
+        ),
+    ),
+    Entry(
+        id="windows_paging_file",
+        message="OSError: [WinError 1455] The paging file is too small for this operation to complete.",
+        pattern=r"\[WinError 1455\] The paging file is too small for this operation to complete",
+        cause=(
+            "On Windows every DataLoader worker (and every `mp.spawn` rank) is a new interpreter that "
+            "imports torch and loads its DLLs (the CUDA ones are large), and Windows reserves "
+            "(commits) memory for each copy; the commit limit is RAM plus the paging file, so with "
+            "several workers the next process cannot load `torch`'s libraries (the message names "
+            "`cudnn_*.dll`, `torch_cuda.dll` or `caffe2_nvrtc.dll`)."
+        ),
+        fix=(
+            "Use fewer workers (`num_workers=2`, or 0 to confirm), enlarge the paging file (System "
+            "Properties, Advanced, Performance, Virtual memory), or use the CPU build of torch where "
+            "the GPU is not needed."
+        ),
+        read_from=(
+            "CPython's Lib/multiprocessing/popen_spawn_win32.py (each worker a new interpreter) and "
+            "Windows' error 1455 on loading torch's DLLs in it; no Linux machine prints it"
+        ),
+        teaches="13_field_guide_workers_and_machine.ipynb#appendix-a-windows-and-macos-in-more-detail",
+    ),
 )
