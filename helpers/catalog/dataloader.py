@@ -515,4 +515,53 @@ if __name__ == "__main__":
     print([batch.shape for batch in loader])
 """,
     ),
+    Entry(
+        id="dataloader_more_workers_than_cpus",
+        message=(
+            "UserWarning: This DataLoader will create 2 worker processes in total. Our suggested max number "
+            "of worker in current system is 1, which is smaller than what this DataLoader is going to create."
+        ),
+        pattern=r"This DataLoader will create \d+ worker processes in total\. Our suggested max number of worker",
+        cause=(
+            "`num_workers` is larger than the CPUs this process may run on, which torch reads from its "
+            "CPU affinity (`os.sched_getaffinity`), not from the machine's CPU count. A small number on "
+            "a large machine means the process was bound to a few CPUs: `taskset`, a container's or "
+            "Slurm's cpuset (`--cpus-per-task`), or an OpenMP setting (`OMP_PROC_BIND`, "
+            "`GOMP_CPU_AFFINITY`) that bound the main thread, and with it every worker it starts. Too "
+            "many workers on too few CPUs make loading slower, not faster."
+        ),
+        fix=(
+            "`python -m helpers.doctor` shows the affinity before and after `import torch` and what "
+            "bound it. Ask the scheduler for more CPUs (`--cpus-per-task`), unset the binding variable, "
+            "or lower `num_workers` to the suggested number."
+        ),
+        teaches="07_dataloader_workers.ipynb#appendix-loading-alone-a-busy-machine-and-a-widget",
+        sites=(
+            "torch/utils/data/dataloader.py::DataLoader.check_worker_number_rationality::UserWarning::"
+            "built-_create_warning_msg-max_num_worker_suggest-self-num_wo",
+        ),
+        reproduction="""\
+import os
+
+import torch
+from torch.utils.data import DataLoader
+
+if __name__ == "__main__":
+    os.sched_setaffinity(0, {0})  # bound to one CPU, as taskset, a cpuset or OMP_PROC_BIND can leave it
+    loader = DataLoader(torch.arange(8.0), batch_size=4, num_workers=2, multiprocessing_context="fork")
+    print([batch.tolist() for batch in loader])
+""",
+        fixed="""\
+import os
+
+import torch
+from torch.utils.data import DataLoader
+
+if __name__ == "__main__":
+    os.sched_setaffinity(0, {0})
+    workers = len(os.sched_getaffinity(0))  # no more workers than the CPUs this process may use
+    loader = DataLoader(torch.arange(8.0), batch_size=4, num_workers=workers, multiprocessing_context="fork")
+    print([batch.tolist() for batch in loader])
+""",
+    ),
 )

@@ -1147,4 +1147,47 @@ if __name__ == "__main__":
             "TORCH_CHECKs on socket() and bind()); CUDA only"
         ),
     ),
+    Entry(
+        id="default_group_not_initialized",
+        message=(
+            "ValueError: Default process group has not been initialized, please make sure to call "
+            "init_process_group."
+        ),
+        pattern=r"Default process group (?:has not been|is not) initialized",
+        cause=(
+            "A `torch.distributed` call (`get_rank`, a collective, DDP, `barrier`, a sampler's "
+            "`num_replicas` default) ran in a process that has no process group: the script was started "
+            "with `python` instead of `torchrun` and initializes only when `RANK` is set; the call runs "
+            "before `init_process_group` or after `destroy_process_group`; or it runs in another process "
+            "(a DataLoader worker, a `multiprocessing` child), which does not inherit the parent's group. "
+            "Older torch raised `AssertionError: Default process group is not initialized`."
+        ),
+        fix=(
+            "Launch with `torchrun --nproc-per-node=N script.py` (or call `init_process_group` in each "
+            "`mp.spawn` rank) before any distributed call; guard single-process runs with "
+            "`dist.is_available() and dist.is_initialized()`; keep distributed calls out of Dataset code "
+            "and other child processes (pass the rank and world size to them as plain values)."
+        ),
+        teaches="06_ddp_mp_spawn.ipynb#a-minimal-ddp-training-function",
+        sites=(
+            "torch/distributed/distributed_c10d.py::_get_default_group::ValueError::"
+            "default-process-group-has-not-been-initialized-please-make-s",
+            "torch/distributed/distributed_c10d.py::_get_default_store::ValueError::"
+            "default-process-group-has-not-been-initialized-please-make-s",
+        ),
+        reproduction="""\
+import torch.distributed as dist
+
+if __name__ == "__main__":
+    print(dist.get_rank())  # started with python, not torchrun: no init_process_group ran here
+""",
+        fixed="""\
+import torch.distributed as dist
+
+if __name__ == "__main__":
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)  # torchrun: env:// instead
+    print(dist.get_rank())
+    dist.destroy_process_group()
+""",
+    ),
 )
