@@ -278,4 +278,28 @@ if __name__ == "__main__":
             "NVIDIA/nccl src/init.cc, ncclGetErrorString. Needs NVIDIA GPUs"
         ),
     ),
+    Entry(
+        id="invalid_device_ordinal",
+        message="torch.AcceleratorError: CUDA error: invalid device ordinal",
+        pattern=r"CUDA error: invalid device ordinal",
+        cause=(
+            "A rank asked for a GPU index that this process cannot see: `cuda:{local_rank}` with more "
+            "ranks per node than visible GPUs (`--nproc-per-node` or `nprocs` larger than "
+            "`torch.cuda.device_count()`), the global rank used where the local rank belongs (rank 4 on "
+            "the second node of 4-GPU machines), or `CUDA_VISIBLE_DEVICES` narrowed to fewer GPUs, "
+            "whose indices then start at 0 again."
+        ),
+        fix=(
+            'Index GPUs by the local rank (`int(os.environ["LOCAL_RANK"])` under torchrun, the rank '
+            "argument of `mp.spawn` on one machine), start at most `torch.cuda.device_count()` ranks "
+            "per node, and remember that under `CUDA_VISIBLE_DEVICES=2,3` the two GPUs are `cuda:0` "
+            "and `cuda:1`; `python -c 'import torch; print(torch.cuda.device_count())'` on the node "
+            "shows how many this process sees."
+        ),
+        teaches="13_field_guide_workers_and_machine.ipynb#appendix-b-cuda-between-processes-on-a-gpu",
+        read_from=(
+            "CUDA's cudaErrorInvalidDevice as torch's c10/cuda checks raise it (CUDA error: "
+            "invalid device ordinal); needs a CUDA device"
+        ),
+    ),
 )
