@@ -564,4 +564,22 @@ if __name__ == "__main__":
     print([batch.tolist() for batch in loader])
 """,
     ),
+    Entry(
+        id="caffe2_threadpool_after_fork",
+        message="[W pthreadpool-cpp.cc:90] Warning: Leaking Caffe2 thread-pool after fork. (function pthreadpool)",
+        pattern=r"Leaking Caffe2 thread-pool after fork",
+        rank=-3,  # never the cause of a failure
+        versions="torch 1.8 to 1.9.0; 1.9.1 silenced it, and torch 2.15.0's libraries no longer hold the string",
+        cause=(
+            "Not an error: the parent process had created torch's internal thread pool (caffe2's "
+            "pthreadpool) before it forked DataLoader workers; a forked child cannot use the parent's "
+            "threads, so the worker abandons ('leaks') its copy of the pool and warns. Loading is not "
+            "affected."
+        ),
+        fix=(
+            "Nothing to fix; upgrade torch (1.9.1 and later are silent, pytorch/pytorch#57273). If a job "
+            "also fails, the error is elsewhere in the log."
+        ),
+        read_from="pytorch/pytorch#57273 and caffe2/utils/threadpool/pthreadpool-cpp.cc of torch 1.9.0",
+    ),
 )
