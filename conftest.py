@@ -79,12 +79,20 @@ def _long_lived(child) -> bool:
         return False
 
 
+def _cmdline(child) -> str:
+    """Its command line, or "" when it exited since it was listed (Chromium's helpers at teardown)."""
+    try:
+        return " ".join(child.cmdline())[:200] or f"({child.name()})"
+    except psutil.Error:
+        return ""
+
+
 def leftover_children(grace: float = 5.0) -> list[str]:
     """Children (multiprocessing's infrastructure and long-lived fixture processes aside) still alive
     after ``grace`` seconds."""
     deadline = time.monotonic() + grace
     while True:
-        left = [f"pid {c.pid}: {' '.join(c.cmdline())[:200]}" for c in live_children() if not _long_lived(c)]
+        left = [f"pid {c.pid}: {line}" for c in live_children() if not _long_lived(c) and (line := _cmdline(c))]
         if not left or time.monotonic() > deadline:
             return left
         time.sleep(0.1)
