@@ -633,14 +633,23 @@ if __name__ == "__main__":
     Entry(
         id="producer_exited_before_get",
         message="ConnectionRefusedError: [Errno 111] Connection refused",
-        pattern=r"(?:ConnectionRefusedError:\s+)?\[Errno 111\] Connection refused",
+        # The receiver's traceback ends in one of two ways, by timing: the sender's socket is still a
+        # file (Connection refused), or the sender's exit removed its folder (No such file).
+        pattern=(
+            r"(?:ConnectionRefusedError:\s+)?\[Errno 111\] Connection refused"
+            r"|in get_connection\n(?:.*\n){1,10}?FileNotFoundError: \[Errno 2\] No such file or directory"
+        ),
         cause=(
             "A process received a tensor from another (through a Queue, a Pipe, a DataLoader worker's "
             "batch) after the sender had exited. Only a handle crosses: under the `file_descriptor` "
             "sharing strategy (Linux's default) the receiver, while it unpickles, asks the sender's "
             "process for the shared memory's file descriptor (`rebuild_storage_fd`, CPython's "
-            "`resource_sharer`), and nothing answers on its socket any more. The same message from "
-            "`multiprocessing.managers` means the Manager's server process has exited."
+            "`resource_sharer`), and nothing answers on its socket any more. Which error it gets depends "
+            "on timing: `FileNotFoundError: [Errno 2]` under `get_connection` when the sender's exit "
+            "removed the folder of its socket (`/tmp/pymp-...`), `Connection refused` when the sender "
+            "shared the tensor while it was already exiting, too late for that clean-up (the folder is "
+            "left behind). The same `Connection refused` from `multiprocessing.managers` means the "
+            "Manager's server process has exited."
         ),
         fix=(
             "Keep the producer running, and its tensor alive, until the consumer is done with it: the "
