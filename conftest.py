@@ -48,6 +48,32 @@ def pytest_configure(config):
         multiprocessing.set_start_method(method, force=True)
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """With ``PYTEST_TIMELINE=FILE``: one line per test, appended to FILE (every xdist worker writes
+    its own): worker, start and end (wall seconds since the epoch), CPU seconds of the test process
+    and of its waited-for children, the test's id. ``python -m tools.timeline FILE`` reads it."""
+    path = os.environ.get("PYTEST_TIMELINE")
+    if not path:
+        return (yield)
+    import resource
+
+    def cpu() -> tuple[float, float]:
+        own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
+
+    start, (own, children) = time.time(), cpu()
+    try:
+        return (yield)
+    finally:
+        end, (own_end, children_end) = time.time(), cpu()
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        with open(path, "a") as log:
+            log.write(
+                f"{worker}\t{start:.2f}\t{end:.2f}\t{own_end - own:.2f}\t{children_end - children:.2f}\t{item.nodeid}\n"
+            )
+
+
 def pytest_report_header(config):
     method = multiprocessing.get_start_method()
     return f"default start method: {method} (MP_DEFAULT_START_METHOD to force one)"
@@ -92,7 +118,9 @@ def leftover_children(grace: float = 5.0) -> list[str]:
     after ``grace`` seconds."""
     deadline = time.monotonic() + grace
     while True:
-        left = [f"pid {c.pid}: {line}" for c in live_children() if not _long_lived(c) and (line := _cmdline(c))]
+        left = [
+            f"pid {c.pid}: {line}" for c in live_children() if not _long_lived(c) and (line := _cmdline(c))
+        ]
         if not left or time.monotonic() > deadline:
             return left
         time.sleep(0.1)

@@ -1,6 +1,7 @@
 """The suite's own checks: conftest.py's leak checks, run on a small test file in a pytest of its own,
-still fail a run under pytest-xdist where they failed a serial one; tools/clean_check.py finds what
-a run left in its temporary directory."""
+still fail a run under pytest-xdist where they failed a serial one; the same run's timeline
+(``PYTEST_TIMELINE``, read by ``python -m tools.timeline``) has a line per test; tools/clean_check.py
+finds what a run left in its temporary directory."""
 
 from __future__ import annotations
 
@@ -64,7 +65,7 @@ def run_under_xdist(tmp_path_factory) -> tuple[Path, str, subprocess.CompletedPr
     name = f"leak-check-{uuid.uuid4().hex[:12]}"
     (folder / "test_leaky.py").write_text(LEAKY.format(name=name))
     try:
-        done = _pytest(folder, "-n", "2")
+        done = _pytest(folder, "-n", "2", env={"PYTEST_TIMELINE": str(folder / "timeline.tsv")})
     finally:
         with_leak = Path("/dev/shm", name)
         if with_leak.exists():
@@ -80,6 +81,17 @@ def test_leaks_fail_the_run_under_xdist_too(run_under_xdist):
     assert "FAILED" in out and "test_leaves_a_child" in out and "left child processes behind" in out, out
     # After every worker finished, before any exited (its resource tracker would unlink the entry).
     assert "LEAK CHECK FAILED" in out and f"new /dev/shm entries after the run: ['{name}'" in out, out
+
+
+def test_the_timeline_has_a_line_per_test_and_says_where_the_time_went(run_under_xdist):
+    from tools.timeline import read, report
+
+    folder, _, _ = run_under_xdist
+    rows = read(folder / "timeline.tsv")
+    assert sorted(r[5].split("::")[1] for r in rows) == ["test_leaves_a_child", "test_leaves_shared_memory"]
+    assert {r[0] for r in rows} <= {"gw0", "gw1"} and all(r[1] <= r[2] and r[3] >= 0 for r in rows), rows
+    text = report(rows)
+    assert text.startswith("2 tests; first start to last end") and "test_leaky.py" in text, text
 
 
 def test_the_clean_check_finds_what_a_run_left_in_its_temporary_directory(tmp_path):

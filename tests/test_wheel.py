@@ -48,6 +48,12 @@ CHECK = (  # the learner's side, in the folder of the notebooks: the file the no
 )
 
 
+# Notebooks run at once from the wheel: `make test-wheel` passes make's WORKERS (twice the cores, as
+# for `make test`: a notebook often waits, on a deadline or a child, and a third or fourth one fills
+# the cores meanwhile; 2 workers on 2 cores left a third of the stage's core-seconds idle).
+WORKERS = int(os.environ.get("WORKERS") or min(8, 2 * (os.cpu_count() or 1)))
+
+
 def run(command: list[str], timeout: float, **kwargs) -> subprocess.CompletedProcess:
     """``command`` bounded by ``timeout``, its output captured; a failure shows the output's end."""
     done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, **kwargs)
@@ -169,10 +175,11 @@ def test_every_notebook_runs_from_an_empty_folder_with_the_wheel_installed(wheel
     # helpers choose as there (FAST_METHOD spawns, Linux-only cells skip). docs/testing.md.
     kernels = outside / "env" / "venv" / "share" / "jupyter" / "kernels"
     shutil.copytree(ROOT / "jupyter-config" / "kernels" / "python3-spawn", kernels / "python3-spawn")
-    command = [str(python), "-m", "pytest", ".", "--nbmake", "--nbmake-timeout=300", "-n", "2"]
+    command = [str(python), "-m", "pytest", ".", "--nbmake", "--nbmake-timeout=300", "-n", str(WORKERS)]
     command += ["--nbmake-kernel=python3-spawn", "-p", "no:cacheprovider", "-q", "--overwrite"]
+    command += ["--durations=0"]
     done = run(command, 3000, cwd=learner, env=clean_env(HELPERS_PLATFORM="darwin"))
-    print(done.stdout[-1500:])
+    print(done.stdout[done.stdout.find("slowest durations") - 40 :][-4000:])  # each notebook's time
     assert f"{len(notebooks) + 1} passed" in done.stdout
 
     # A learner's file next to the notebooks: the starter notebook 07's exercise cell wrote, then edited.
