@@ -158,7 +158,7 @@ test-cluster: $(STAMP)
 # Its temporary directory is the system's, never the repository's. WHEEL_TEST_NOTEBOOKS=01,06 runs
 # only those notebooks (while iterating).
 test-wheel: $(STAMP)
-	@$(call TIMED,wheel on $(WORKERS) workers) WORKERS=$(WORKERS) $(PY) -m pytest tests/test_wheel.py -m wheel -p no:cacheprovider --durations=5
+	@$(call TIMED,wheel) $(PY) -m pytest tests/test_wheel.py -m wheel -p no:cacheprovider --durations=5
 
 # Refreshes the lock from the package index: the newest versions pyproject.toml allows, for every
 # Python from the oldest tested one (helpers.environment.TESTED_PYTHONS; tests/test_project.py keeps
