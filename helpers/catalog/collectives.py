@@ -139,7 +139,9 @@ if __name__ == "__main__":
             "is the one to read."
         ),
         fix=(
-            "Read the log of the rank at that address first: if it crashed, fix that error. If it simply "
+            "Read the log of the rank at that address first (gloo prints the port with its two bytes "
+            "swapped on x86 and ARM: `python -c 'import socket; print(socket.ntohs(PORT))'` gives the "
+            "port that rank used; upstream/gloo_port_byte_order.py): if it crashed, fix that error. If it simply "
             "finished, make every rank run the same number of steps (`DistributedSampler(drop_last=True)`, "
             "or agree on the count with `all_reduce(steps, op=ReduceOp.MIN)`; DDP's `join()` for uneven "
             "inputs), wait for every `isend`/`irecv` (`work.wait()`) before a rank returns, and end with "
