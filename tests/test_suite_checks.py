@@ -43,8 +43,10 @@ def _pytest(folder: Path, *args: str, env: dict | None = None) -> subprocess.Com
     environ.update(PYTHONPATH=str(ROOT), **(env or {}))
     return subprocess.run(
         # Without nbmake (no notebooks here), which imports nbformat and jsonschema: 1 CPU-s a process.
+        # --confcutdir: only the copy of conftest.py. Under `make test` the folder is inside the
+        # repository (TMPDIR=.venv/clean-check/tmp), whose conftest.py pytest would load as well.
         [sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:nbmake", "--rootdir", str(folder)]
-        + [*args, str(folder)],
+        + ["--confcutdir", str(folder), *args, str(folder)],
         cwd=folder,
         env=environ,
         capture_output=True,
