@@ -66,7 +66,7 @@ if __name__ == "__main__":
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     # the other node: its worker {note}
-    other = mp.get_context("fork").Process(target=node, args=(port, True, 5))
+    other = mp.get_context("fork").Process(target=node, args=(port, True, 20))
     other.start()
     node(port, False, 0)  # this node's worker is done at once
     other.join(60)
@@ -660,8 +660,11 @@ time.sleep(30)
         sites=(
             "torch/distributed/elastic/agent/server/api.py::SimpleElasticAgent._exit_barrier::log.exception::error-waiting-on-exit-barrier-elapsed-_-seconds",
         ),
-        reproduction=_EXIT_BARRIER.format(timeout="1", note="runs 5 s longer than the exit barrier waits"),
-        fixed=_EXIT_BARRIER.format(timeout="30", note="runs 5 s longer; the exit barrier now waits for it"),
+        reproduction=_EXIT_BARRIER.format(
+            timeout="1",
+            note="runs 20 s: longer than the exit barrier waits (it hosts the store: it outlives this node)",
+        ),
+        fixed=_EXIT_BARRIER.format(timeout="30", note="runs 20 s; the exit barrier now waits for it"),
         teaches="10_field_guide.ipynb#a-ddp-job-hangs-at-the-end-of-an-epoch-uneven-inputs",
     ),
 )
