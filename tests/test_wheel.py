@@ -48,9 +48,9 @@ CHECK = (  # the learner's side, in the folder of the notebooks: the file the no
 )
 
 
-# Notebooks run at once from the wheel (WHEEL_WORKERS overrides): 2 on CI's 2 cores. Four were
-# slower there (2026-12-02: 724 s wall and 1,290 CPU-s for the stage, against 616 s and 919 CPU-s with
-# two): the notebooks' processes compete for the cores and spend more CPU doing it.
+# Notebooks run at once from the wheel (WHEEL_WORKERS overrides): 2 on CI's 2 cores. Four were no
+# faster there (2026-12-02: 724 s wall, 1,290 CPU-s for the stage; two in a fresh clone the same day:
+# 747 s, 1,307 CPU-s): the cores are busy either way.
 WORKERS = int(os.environ.get("WHEEL_WORKERS") or 2)
 
 
