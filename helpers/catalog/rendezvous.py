@@ -638,6 +638,7 @@ def run(rank, port):
     group = dist.new_group(ranks)
     if rank in ranks:  # only members run the group's collectives
         dist.all_reduce(torch.ones(1), group=group)
+    dist.barrier()  # leave together: a rank that exits while another still connects breaks its init
     dist.destroy_process_group()
 
 
