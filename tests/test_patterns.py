@@ -5,9 +5,11 @@ A pattern is what a learner copies into their own project, so it is checked as a
 notebook cell:
 
 - it runs as a script, ``python patterns/NN_x.py METHOD`` from a temporary working directory, under
-  each method of ``multiprocessing.get_all_start_methods()`` (the three runs go in parallel threads;
-  once for the two whose run the method does not change, ``ONE_METHOD``),
-  within 120 s, exits 0 and prints at least one line;
+  each method of ``multiprocessing.get_all_start_methods()`` (once for those whose run the method
+  does not change, ``ONE_METHOD``) that its notebook's own runs do not cover (:func:`notebook_runs`:
+  the notebook runs it in the browser run with this platform's ``FAST_METHOD`` and in `make
+  test-wheel` on the macOS path, with spawn, where it passes ``FAST_METHOD``), within 120 s, exits 0
+  and prints at least one line;
 - at most ``MAX_LINES`` lines (all of them: blank lines and comments count), a module docstring of at
   most 3 lines, the ``if __name__ == "__main__":`` guard;
 - it imports only the standard library (``sys.stdlib_module_names``), ``torch`` and ``numpy``;
@@ -46,8 +48,10 @@ from pathlib import Path
 
 import pytest
 
+from helpers.launch import FAST_METHOD
 from tests.notebook_rules import TAUGHT
 from tests.reproduction_server import ReproductionServer
+from tools.notebook_model import notebooks
 
 ROOT = Path(__file__).resolve().parent.parent
 PATTERNS = sorted((ROOT / "patterns").glob("[0-9][0-9]_*.py"))
@@ -244,10 +248,38 @@ def _judged(method: str, code: int, stdout: str, stderr: str) -> str | None:
     return None
 
 
-def run_under_every_method(path: Path, cwd: Path, server: ReproductionServer | None = None) -> list[str]:
+def notebook_runs(path: Path) -> set[str]:
+    """The start methods its notebook's main path runs the pattern with, asserting exit status 0, in
+    the two runs of every notebook in `.ci/run`: the browser run of `make test` (this platform's
+    ``FAST_METHOD``) and `make test-wheel` (the macOS path: ``FAST_METHOD`` is spawn there). A run
+    without an argument covers every method (:data:`ONE_METHOD`: the method is not the pattern's)."""
+    uses = [
+        use for nb in notebooks() for use in nb.pattern_uses if use.path == path and use.number == nb.number
+    ]
+    covered = set()
+    for method in {m for use in uses for m in use.run_methods}:
+        if method == "any":
+            covered.update(METHODS)
+        elif method == "FAST_METHOD":
+            covered.update({FAST_METHOD, "spawn"})
+        else:
+            covered.add(method)
+    return covered
+
+
+def methods_left(path: Path) -> list[str]:
+    """The start methods this test runs the pattern with: those its notebook's runs do not."""
+    covered = notebook_runs(path)
+    return [m for m in (["spawn"] if path.name in ONE_METHOD else METHODS) if m not in covered]
+
+
+def run_under_every_method(
+    path: Path, cwd: Path, server: ReproductionServer | None = None, methods: list[str] | None = None
+) -> list[str]:
     """:func:`run_pattern` under each start method (once where the method changes nothing:
-    :data:`ONE_METHOD`); the failures. Without a server the runs go in parallel."""
-    methods = ["spawn"] if path.name in ONE_METHOD else METHODS
+    :data:`ONE_METHOD`), or under ``methods``; the failures. Without a server the runs go in parallel."""
+    if methods is None:
+        methods = ["spawn"] if path.name in ONE_METHOD else METHODS
     if server is not None:  # one script at a time: the server forks them in turn
         results = [run_pattern(path, method, cwd, server) for method in methods]
     else:
@@ -283,9 +315,9 @@ def server(long_lived_processes):
 
 
 @pytest.mark.timeout(len(METHODS) * RUN_TIMEOUT + 30)
-@pytest.mark.parametrize("path", PATTERNS, ids=lambda p: p.name)
-def test_the_pattern_runs_under_every_start_method(path, tmp_path, server):
-    failures = run_under_every_method(path, tmp_path, server)
+@pytest.mark.parametrize("path", [p for p in PATTERNS if methods_left(p)], ids=lambda p: p.name)
+def test_the_pattern_runs_under_every_start_method_its_notebook_does_not(path, tmp_path, server):
+    failures = run_under_every_method(path, tmp_path, server, methods_left(path))
     assert not failures, "\n".join(failures)
     assert not any(tmp_path.iterdir()), f"{path.name} left files in its working directory"
 
@@ -294,6 +326,14 @@ def test_the_pattern_runs_under_every_start_method(path, tmp_path, server):
 def test_the_pattern_is_short_self_contained_and_bounded(path):
     problems = pattern_findings(path)
     assert not problems, f"{path.name}: {problems}"
+
+
+def test_the_runs_a_notebook_makes_are_read_from_its_main_path():
+    """What a notebook's pattern run covers, read from its cells: FAST_METHOD (02), a string (08), no
+    argument (06), other arguments (14: nothing), a name bound to something else (01: nothing)."""
+    runs = {path.name[:2]: notebook_runs(path) for path in PATTERNS}
+    assert runs["02"] == {FAST_METHOD, "spawn"} and runs["08"] == {"spawn"} and runs["06"] == set(METHODS)
+    assert runs["14"] == set() and runs["01"] == set()
 
 
 def test_every_patterned_notebook_has_its_row_of_what_it_teaches():

@@ -247,6 +247,11 @@ class PatternUse:
     path: Path
     shown: bool
     run: bool
+    # How the main path runs it, in a cell that asserts the run's exit status is 0
+    # (``subprocess.run([sys.executable, PATTERN, ...])``): "any" with no argument (the method is not
+    # the pattern's to choose), a start method's name passed as a string, "FAST_METHOD" for a name
+    # bound to ``FAST_METHOD`` (the platform's choice). A run with other arguments counts for nothing.
+    run_methods: frozenset[str] = frozenset()
 
     @property
     def number(self) -> str:
@@ -505,8 +510,44 @@ def _pattern_uses(main: tuple[Cell, ...]) -> tuple[PatternUse, ...]:
             ast.unparse(c.func).endswith("show_script") and c.args and mentions(c.args[0]) for c in calls
         )
         run = any(ast.unparse(c.func) == "subprocess.run" and mentions(c) for c in calls)
-        uses.append(PatternUse(written, data_folder("patterns") / written, shown, run))
+        methods = frozenset(
+            method
+            for cell in code
+            if ASSERTS_EXIT_0.search(cell.source)
+            for c in ast.walk(cell.tree)
+            if isinstance(c, ast.Call) and ast.unparse(c.func) == "subprocess.run" and mentions(c)
+            if (method := _method_passed(c, code))
+        )
+        uses.append(PatternUse(written, data_folder("patterns") / written, shown, run, methods))
     return tuple(uses)
+
+
+ASSERTS_EXIT_0 = re.compile(r"^assert \w+\.returncode == 0\b", re.MULTILINE)
+
+
+def _method_passed(run: ast.Call, code: list[Cell]) -> str | None:
+    """What ``subprocess.run([sys.executable, PATTERN, *rest])`` passes as the start method: "any"
+    (no argument), the string, "FAST_METHOD" (a name bound to ``...FAST_METHOD``), else None."""
+    command = run.args[0] if run.args else None
+    if not isinstance(command, ast.List) or len(command.elts) not in (2, 3):
+        return None
+    if len(command.elts) == 2:
+        return "any"
+    arg = command.elts[2]
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        return arg.value
+    bound = {
+        target.id: ast.unparse(node.value)
+        for cell in code
+        for node in ast.walk(cell.tree)
+        if isinstance(node, ast.Assign)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+    name = getattr(arg, "id", None)
+    if name is not None and bound.get(name, "").split(".")[-1] == "FAST_METHOD":
+        return "FAST_METHOD"
+    return None
 
 
 def _reading_time(notebook_cells, main, appendices, shown, folder) -> ReadingTime:
