@@ -79,8 +79,8 @@ CLEAN := $(VENV)/clean-check
 # workers starting spawn interpreters pushed a different 60 s wait past its limit in each of the
 # last three CI runs. Any other failure fails at once, a real hang fails twice. pytest-timeout's own
 # limit is not rerun: pytest-rerunfailures 16.7 reruns a test without it (docs/testing.md). A gloo
-# group whose rank met a stranger on connecting (`connectFullMesh failed ... Connection closed by
-# peer`: another test's group on the same port, chosen free and taken before it was bound) runs once more.
+# group whose rank failed to connect because a peer had already left (`connectFullMesh failed ...
+# Connection closed by peer`: the catalog's gloo_peer_left_during_init; the sites seen are fixed) runs once more.
 RERUN := --reruns 1 --only-rerun '^(Empty|TimeoutExpired): ' --only-rerun 'still running after' \
 	--only-rerun 'connectFullMesh failed with .* Connection closed by peer'
 RUN_TMP := TMPDIR=$(CURDIR)/$(CLEAN)/tmp

@@ -183,7 +183,10 @@ COLLECTIVES: tuple[Callable[[int, int], torch.Tensor], ...] = (
 
 def run_in_group(rank: int, world_size: int, port: int, folder: str, job: Callable, *args: object) -> None:
     """What every launch of notebook 11 runs in each rank: join the group, run ``job(rank,
-    world_size, *args)``, save what it returns to ``folder/rank{rank}.pt``, leave the group.
+    world_size, *args)``, save what it returns to ``folder/rank{rank}.pt``, leave the group together
+    (a barrier first: a rank whose job runs no collective could otherwise exit while another is still
+    connecting, which fails that one's ``init_process_group``, the catalog's
+    ``gloo_peer_left_during_init``).
 
     >>> import tempfile
     >>> from helpers.ddp import free_port
@@ -195,6 +198,7 @@ def run_in_group(rank: int, world_size: int, port: int, folder: str, job: Callab
     join(rank, world_size, port)
     try:
         torch.save(job(rank, world_size, *args), os.path.join(folder, f"rank{rank}.pt"))
+        dist.barrier()
     finally:
         dist.destroy_process_group()
 
