@@ -511,19 +511,35 @@ def contributing_list() -> str:
     return "\n".join(f"- `{rule.id}`: {rule.statement}" for rule in RULES)
 
 
+# The doctor's checks that never ask for a start method (tests/test_notebook_contract.py traces each
+# one's calls): a doctor call whose ``only=[...]`` names nothing else reads no default.
+DOCTOR_CHECKS_WITHOUT_DEFAULT = frozenset({"master port", "shared memory", "memory"})
+
+
+def _doctor_call_reads_default(call: ast.Call) -> bool:
+    only = next((k.value for k in call.keywords if k.arg == "only"), None)
+    names = ast.literal_eval(only) if isinstance(only, ast.List | ast.Tuple) else None
+    return names is None or not set(names) <= DOCTOR_CHECKS_WITHOUT_DEFAULT
+
+
 def reads_default(nb: Notebook) -> bool:
     """Whether a code cell of ``nb`` reads the kernel's default start method: calls
     ``get_start_method()``, takes the first of ``get_all_start_methods()`` (the default, first from
-    Python 3.13 on) or runs the doctor, which reports it. With ``names-start-method`` kept, these are
-    the only notebooks whose run a forced default changes (``make test-forkserver``)."""
+    Python 3.13 on) or runs a doctor check that reports it (a ``check()`` of ``helpers.doctor`` not
+    limited by ``only=`` to :data:`DOCTOR_CHECKS_WITHOUT_DEFAULT`). With ``names-start-method`` kept,
+    these are the only notebooks whose run a forced default changes (``make test-forkserver``)."""
+    doctor = False
+    calls = []
     for cell in nb.code_cells:
         for node in ast.walk(cell.tree):
             called = ast.unparse(node.func) if isinstance(node, ast.Call) else ""
             if called.endswith("get_start_method") or re.search(r"\bmethods\[0\]", ast.unparse(node)):
                 return True
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("helpers.doctor"):
-                return True
-    return False
+                doctor = True
+            if called in ("check", "doctor.check"):
+                calls.append(node)
+    return doctor and any(_doctor_call_reads_default(call) for call in calls)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 from pathlib import Path
 
 import nbformat
@@ -250,3 +251,46 @@ def test_the_taught_rule_wants_each_call_in_the_pattern_and_on_the_main_path(tmp
         ast.parse("import multiprocessing as mp\nq = mp.Queue(maxsize=1)\nq.put('x')")
     )
     assert {"q", "Queue", "maxsize", "multiprocessing", "mp", "x"} <= used
+
+
+def test_the_notebooks_that_read_the_default_are_found_and_a_limited_doctor_call_is_not_one():
+    found = {nb.path.name[:2] for nb in notebooks() if notebook_rules.reads_default(nb)}
+    assert {"00", "04", "05"} <= found and "10" not in found  # 10 asks the doctor for three checks
+    doctor = "from helpers.doctor import check\n"
+    limited = probe(doctor + 'check(only=["master port", "memory"], master_port=0)')
+    assert not notebook_rules.reads_default(limited)
+    for call in ('check(only=["default start method"])', "check()", "check(only=NAMES)"):
+        assert notebook_rules.reads_default(probe(doctor + call)), call
+    assert notebook_rules.reads_default(probe("import multiprocessing\nmultiprocessing.get_start_method()"))
+
+
+ASKS_FOR_THE_DEFAULT = {"get_start_method", "get_all_start_methods", "default_start_method", "get_context"}
+
+
+def calls_made_by(name: str) -> set[str]:
+    """The functions that doctor check ``name`` called, in this thread and any it started."""
+    import threading
+
+    from helpers.doctor import check
+
+    called = set()
+
+    def profile(frame, event, arg):
+        if event == "call":
+            called.add(frame.f_code.co_name)
+
+    threading.setprofile(profile)
+    sys.setprofile(profile)
+    try:
+        (finding,) = check(only=[name], master_port=0, shm_need=1 << 20, processes=2, mem_need=1 << 20)
+    finally:
+        sys.setprofile(None)
+        threading.setprofile(None)
+    assert finding.name == name
+    return called
+
+
+def test_the_doctor_checks_said_to_read_no_default_ask_for_no_start_method():
+    assert calls_made_by("default start method") & ASKS_FOR_THE_DEFAULT  # the trace sees it
+    for name in sorted(notebook_rules.DOCTOR_CHECKS_WITHOUT_DEFAULT):
+        assert not calls_made_by(name) & ASKS_FOR_THE_DEFAULT, name
