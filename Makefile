@@ -96,7 +96,7 @@ test:
 	@$(PY) tools/clean_check.py compare $(CLEAN)
 
 unit: $(STAMP)
-	$(PY) -m pytest tests helpers --doctest-modules -m "not browser and not wheel and not site" $(XDIST)
+	$(PY) -m pytest tests helpers --doctest-modules -m "not browser and not wheel and not site and not spawn_variant" $(XDIST)
 
 # Only the browser test: every notebook run through JupyterLab's UI in Debian's Chromium
 # (`apt-get install chromium`; .ci/run installs it). Screenshots land in a temp dir it prints.
@@ -129,16 +129,19 @@ test-site: $(STAMP)
 # cells read the default (`python -m tests.notebook_rules --reads-default`), run in a kernel of the
 # kernelspec jupyter-config/kernels/python3-$* (its exec_lines set the default; JUPYTER_PATH finds it).
 # Under spawn those notebooks already ran in `make test-wheel`, every notebook on the macOS path, so
-# `make test-spawn` runs the marked tests only. `make unit-spawn` / `unit-forkserver` run every unit
+# `make test-spawn` runs the marked tests, and the unit tests' spawn variants (marker `spawn_variant`:
+# a `method` parameter of spawn where FAST_METHOD is not; `make test` leaves them to this stage). `make unit-spawn` / `unit-forkserver` run every unit
 # test with the default forced.
 FORCED = MP_DEFAULT_START_METHOD=$* JUPYTER_PATH=$(CURDIR)/jupyter-config $(RUN_TMP)
 READS_DEFAULT = $(shell $(PY) -m tests.notebook_rules --reads-default)
 FORCED_NOTEBOOKS_spawn :=
 FORCED_NOTEBOOKS_forkserver = $(READS_DEFAULT)
+FORCED_MARKS_spawn := or spawn_variant
+FORCED_MARKS_forkserver :=
 test-spawn test-forkserver: test-%: $(STAMP)
 	@$(PY) tools/clean_check.py save $(CLEAN)
 	@$(call TIMED,pytest $* on $(WORKERS) workers) $(FORCED) $(PY) -m pytest $(FORCED_NOTEBOOKS_$*) tests \
-		$(NBMAKE) --nbmake-kernel=python3-$* $(XDIST) $(RERUN) -m "notebook or default_start_method"
+		$(NBMAKE) --nbmake-kernel=python3-$* $(XDIST) $(RERUN) -m "notebook or default_start_method $(FORCED_MARKS_$*)"
 	@$(PY) tools/clean_check.py compare $(CLEAN)
 
 unit-spawn unit-forkserver: unit-%: $(STAMP)

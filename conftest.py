@@ -27,6 +27,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from helpers.launch import FAST_METHOD
 from helpers.processes import dev_shm_entries, live_children
 
 # A process has one forkserver, started with its first forkserver child. Here it imports torch, and
@@ -84,6 +85,11 @@ def pytest_collection_modifyitems(items):
         if item.path.suffix == ".ipynb":
             item.add_marker(pytest.mark.timeout(NOTEBOOK_TIMEOUT))
             item.add_marker(pytest.mark.notebook)
+        # A unit test's run under spawn where this platform's fast method is another: the macOS
+        # learner's choice, which `make test-spawn` runs (docs/testing.md); `make test` runs the rest.
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if params.get("method") == "spawn" and FAST_METHOD != "spawn":
+            item.add_marker(pytest.mark.spawn_variant)
 
 
 # pid -> whether its descendants are exempt too: processes a module-scoped fixture keeps for the

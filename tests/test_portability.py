@@ -39,3 +39,13 @@ def test_a_kernel_of_that_kernelspec_starts_with_the_forced_default(method, tmp_
         nb, timeout=120, kernel_name=f"python3-{method}", resources={"metadata": {"path": str(tmp_path)}}
     ).execute()
     assert nb.cells[0].outputs[0]["text"].strip() == method
+
+
+@pytest.mark.parametrize("method", mp.get_all_start_methods())
+def test_a_spawn_parameter_where_spawn_is_not_the_fast_method_is_left_to_the_spawn_stage(method, request):
+    """conftest.py marks it `spawn_variant`: `make test` deselects it, `make test-spawn` runs it (and
+    this test's own spawn case there)."""
+    from helpers.launch import FAST_METHOD
+
+    marked = request.node.get_closest_marker("spawn_variant") is not None
+    assert marked == (method == "spawn" and FAST_METHOD != "spawn")
