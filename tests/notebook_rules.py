@@ -518,8 +518,11 @@ DOCTOR_CHECKS_WITHOUT_DEFAULT = frozenset({"master port", "shared memory", "memo
 
 def _doctor_call_reads_default(call: ast.Call) -> bool:
     only = next((k.value for k in call.keywords if k.arg == "only"), None)
-    names = ast.literal_eval(only) if isinstance(only, ast.List | ast.Tuple) else None
-    return names is None or not set(names) <= DOCTOR_CHECKS_WITHOUT_DEFAULT
+    try:
+        names = set(ast.literal_eval(only)) if isinstance(only, ast.List | ast.Tuple) else None
+    except ValueError:  # a name among the literals: cannot tell, so it counts
+        names = None
+    return names is None or not names <= DOCTOR_CHECKS_WITHOUT_DEFAULT
 
 
 def reads_default(nb: Notebook) -> bool:
@@ -536,6 +539,8 @@ def reads_default(nb: Notebook) -> bool:
             if called.endswith("get_start_method") or re.search(r"\bmethods\[0\]", ast.unparse(node)):
                 return True
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("helpers.doctor"):
+                if {alias.name for alias in node.names} - {"check", "format_findings"}:
+                    return True  # another entry point of the doctor: it may report the default
                 doctor = True
             if called in ("check", "doctor.check"):
                 calls.append(node)
