@@ -130,8 +130,9 @@ test-site: $(STAMP)
 # kernelspec jupyter-config/kernels/python3-$* (its exec_lines set the default; JUPYTER_PATH finds it).
 # Under spawn those notebooks already ran in `make test-wheel`, every notebook on the macOS path, so
 # `make test-spawn` runs the marked tests, and the unit tests' spawn variants (marker `spawn_variant`:
-# a `method` parameter of spawn where FAST_METHOD is not; `make test` leaves them to this stage). `make unit-spawn` / `unit-forkserver` run every unit
-# test with the default forced.
+# a `method` parameter of spawn where FAST_METHOD is not; `make test` leaves them to this stage). Both
+# stages import only the test files that can hold such tests (--forced-files-only, conftest.py).
+# `make unit-spawn` / `unit-forkserver` run every unit test with the default forced.
 FORCED = MP_DEFAULT_START_METHOD=$* JUPYTER_PATH=$(CURDIR)/jupyter-config $(RUN_TMP)
 READS_DEFAULT = $(shell $(PY) -m tests.notebook_rules --reads-default)
 FORCED_NOTEBOOKS_spawn :=
@@ -141,7 +142,8 @@ FORCED_MARKS_forkserver :=
 test-spawn test-forkserver: test-%: $(STAMP)
 	@$(PY) tools/clean_check.py save $(CLEAN)
 	@$(call TIMED,pytest $* on $(WORKERS) workers) $(FORCED) $(PY) -m pytest $(FORCED_NOTEBOOKS_$*) tests \
-		$(NBMAKE) --nbmake-kernel=python3-$* $(XDIST) $(RERUN) -m "notebook or default_start_method $(FORCED_MARKS_$*)"
+		$(NBMAKE) --nbmake-kernel=python3-$* $(XDIST) $(RERUN) --forced-files-only \
+		-m "notebook or default_start_method $(FORCED_MARKS_$*)"
 	@$(PY) tools/clean_check.py compare $(CLEAN)
 
 unit-spawn unit-forkserver: unit-%: $(STAMP)

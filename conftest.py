@@ -16,8 +16,10 @@
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
 import os
+import re
 import shutil
 import signal
 import tempfile
@@ -38,6 +40,34 @@ FORKSERVER_PRELOAD = ["__main__", "torch", "torch._dynamo"]
 # pytest-timeout's default (pyproject.toml) suits a unit test; a notebook is one test item made of
 # many cells (each also bounded by nbmake's per-cell timeout), so it gets a whole-notebook limit.
 NOTEBOOK_TIMEOUT = 900
+# The forced start-method stages (`make test-spawn`, `make test-forkserver`) run only the tests marked
+# `default_start_method` or `spawn_variant`. With --forced-files-only they import only the test files
+# that can hold one (this pattern: the marker's name, or a parameter named `method`), not all of
+# tests/ (each xdist worker imports every file it collects: about 13 CPU-s for all of them). Every
+# session checks that no such test lives in a file the pattern misses (pytest_collection_modifyitems).
+FORCED_FILE = re.compile(r"default_start_method|parametrize\(\s*['\"][^'\"]*\bmethod\b|def method\(")
+
+
+@functools.cache
+def holds_forced_tests(path: Path) -> bool:
+    """Whether a test file can hold a test of the forced stages (``FORCED_FILE`` matches its text)."""
+    return FORCED_FILE.search(path.read_text(encoding="utf-8")) is not None
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--forced-files-only",
+        action="store_true",
+        help="collect only the test files that can hold default_start_method or spawn_variant tests",
+    )
+
+
+def pytest_ignore_collect(collection_path, config):
+    if not config.getoption("forced_files_only") or collection_path.suffix != ".py":
+        return None
+    return (
+        True if collection_path.name.startswith("test_") and not holds_forced_tests(collection_path) else None
+    )
 
 
 def pytest_configure(config):
@@ -90,6 +120,11 @@ def pytest_collection_modifyitems(items):
         params = getattr(getattr(item, "callspec", None), "params", {})
         if params.get("method") == "spawn" and FAST_METHOD != "spawn":
             item.add_marker(pytest.mark.spawn_variant)
+        forced = item.get_closest_marker("default_start_method") or "method" in params
+        if forced and item.path.suffix == ".py" and not holds_forced_tests(item.path):
+            raise pytest.UsageError(
+                f"{item.nodeid}: conftest.FORCED_FILE misses its file (--forced-files-only)"
+            )
 
 
 # pid -> whether its descendants are exempt too: processes a module-scoped fixture keeps for the

@@ -49,3 +49,23 @@ def test_a_spawn_parameter_where_spawn_is_not_the_fast_method_is_left_to_the_spa
 
     marked = request.node.get_closest_marker("spawn_variant") is not None
     assert marked == (method == "spawn" and FAST_METHOD != "spawn")
+
+
+def test_the_forced_stages_import_every_test_file_that_can_hold_their_tests(tmp_path):
+    """`--forced-files-only` (the forced stages) skips a test file that conftest.FORCED_FILE does not
+    match; a file holding a `default_start_method` test or a `method` parameter must match."""
+    from conftest import holds_forced_tests
+
+    cases = {
+        "@pytest.mark.default_start_method\ndef test_a(): ...": True,
+        "pytestmark = pytest.mark.default_start_method\n": True,
+        '@pytest.mark.parametrize("method", METHODS)\ndef test_b(method): ...': True,
+        "@pytest.mark.parametrize('fn, method', CASES)\ndef test_c(fn, method): ...": True,
+        "@pytest.fixture(params=METHODS)\ndef method(request): ...": True,
+        '@pytest.mark.parametrize("methods", [METHODS])\ndef test_d(methods): ...': False,
+        "def test_e(): assert get_start_method() == 'fork'": False,
+    }
+    for i, (text, holds) in enumerate(cases.items()):
+        path = tmp_path / f"test_{i}.py"
+        path.write_text(text)
+        assert holds_forced_tests(path) == holds, text
