@@ -34,6 +34,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from tools.clean_check import KEPT
 from tools.setup_cell import repository, setup_cell
 
 pytestmark = pytest.mark.wheel
@@ -175,14 +176,23 @@ def test_every_notebook_runs_from_an_empty_folder_with_the_wheel_installed(wheel
     # helpers choose as there (FAST_METHOD spawns, Linux-only cells skip). docs/testing.md.
     kernels = outside / "env" / "venv" / "share" / "jupyter" / "kernels"
     shutil.copytree(ROOT / "jupyter-config" / "kernels" / "python3-spawn", kernels / "python3-spawn")
+    # Its kernels load helpers.kernel_shutdown, as `make setup` sets up .venv's (docs/install.md,
+    # "Kernels exit when asked to"); without it a kernel that started a spawn child is SIGTERMed at
+    # shutdown and leaves multiprocessing's temporary folder (pymp-*) behind.
+    ipython = outside / "env" / "venv" / "etc" / "ipython"
+    ipython.mkdir(parents=True)
+    shutil.copy2(ROOT / "jupyter-config" / "ipython" / "ipython_kernel_config.json", ipython)
+    run_tmp = outside / "tmp"  # the run's temporary directory: empty afterwards but for caches
+    run_tmp.mkdir()
     command = [str(python), "-m", "pytest", ".", "--nbmake", "--nbmake-timeout=300", "-n", str(WORKERS)]
     command += ["--nbmake-kernel=python3-spawn", "-p", "no:cacheprovider", "-q", "--overwrite"]
     command += ["--durations=0"]
-    done = run(command, 3000, cwd=learner, env=clean_env(HELPERS_PLATFORM="darwin"))
+    done = run(command, 3000, cwd=learner, env=clean_env(HELPERS_PLATFORM="darwin", TMPDIR=str(run_tmp)))
     durations = done.stdout.rfind("\n", 0, done.stdout.find("slowest durations")) + 1
     with capsys.disabled():  # each notebook's time, in the stage's log
         print("\n" + done.stdout[durations:][-4000:])
     assert f"{len(notebooks) + 1} passed" in done.stdout
+    assert [p.name for p in run_tmp.iterdir() if not p.name.startswith(KEPT)] == []
 
     # A learner's file next to the notebooks: the starter notebook 07's exercise cell wrote, then edited.
     if not only:
