@@ -63,11 +63,10 @@ def pytest_addoption(parser):
 
 
 def pytest_ignore_collect(collection_path, config):
-    if not config.getoption("forced_files_only") or collection_path.suffix != ".py":
-        return None
-    return (
-        True if collection_path.name.startswith("test_") and not holds_forced_tests(collection_path) else None
-    )
+    test_file = collection_path.suffix == ".py" and collection_path.name.startswith("test_")
+    if config.getoption("forced_files_only") and test_file and not holds_forced_tests(collection_path):
+        return True
+    return None
 
 
 def pytest_configure(config):

@@ -339,7 +339,8 @@ def measure_sharing_cost(epochs: float = 20, repeats: int = 3, method: str = FAS
         ),
         "hogwild": lambda: _run_hogwild(2, epochs, method),
     }
-    if method != "fork":  # the first run's models reach the children in shared memory already
+    repeated = method != "fork"  # the first run's models reach the children in shared memory already
+    if repeated:
         del variants["own models, shared memory"]
     runs = _median_runs(variants, repeats)
     load_after = os.getloadavg()
@@ -347,7 +348,7 @@ def measure_sharing_cost(epochs: float = 20, repeats: int = 3, method: str = FAS
         f"load average {load_before[0]:.2f} before, {load_after[0]:.2f} after, {os.cpu_count()} cores; "
         f"{method}; 2 processes x 1 thread; median of {repeats} interleaved rounds of {epochs:g} epochs"
     )
-    if method != "fork":
+    if repeated:
         print(f"  (own models, shared memory: the same run as own models under {method}, not repeated)")
     ceiling = runs["own models"]["steady"]
     for name, run in runs.items():

@@ -34,7 +34,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tools.clean_check import KEPT
+from tools.clean_check import left_in
 from tools.setup_cell import repository, setup_cell
 
 pytestmark = pytest.mark.wheel
@@ -192,7 +192,7 @@ def test_every_notebook_runs_from_an_empty_folder_with_the_wheel_installed(wheel
     with capsys.disabled():  # each notebook's time, in the stage's log
         print("\n" + done.stdout[durations:][-4000:])
     assert f"{len(notebooks) + 1} passed" in done.stdout
-    assert [p.name for p in run_tmp.iterdir() if not p.name.startswith(KEPT)] == []
+    assert left_in(run_tmp) == []
 
     # A learner's file next to the notebooks: the starter notebook 07's exercise cell wrote, then edited.
     if not only:

@@ -34,7 +34,8 @@ def _shm() -> set[str]:
     return {p.name for p in SHM.iterdir()} if SHM.is_dir() else set()
 
 
-def _left_in(tmp: Path) -> list[str]:
+def left_in(tmp: Path) -> list[str]:
+    """What ``tmp`` holds beside the caches kept there by design (:data:`KEPT`)."""
     return sorted(p.name for p in tmp.iterdir() if not p.name.startswith(KEPT)) if tmp.is_dir() else []
 
 
@@ -59,7 +60,7 @@ def main(argv: list[str]) -> int:
         time.sleep(0.5)
     if new:
         problems.append(f"new /dev/shm entries after the run: {sorted(new)}")
-    if left := _left_in(folder / "tmp"):
+    if left := left_in(folder / "tmp"):
         problems.append(f"left in the run's temporary directory {folder / 'tmp'}: {left}")
     for problem in problems:
         print(problem)
