@@ -130,14 +130,16 @@ test-site: $(STAMP)
 # kernelspec jupyter-config/kernels/python3-$* (its exec_lines set the default; JUPYTER_PATH finds it).
 # Under spawn those notebooks already ran in `make test-wheel`, every notebook on the macOS path, so
 # `make test-spawn` runs the marked tests, and the unit tests' spawn variants (marker `spawn_variant`:
-# a `method` parameter of spawn where FAST_METHOD is not; `make test` leaves them to this stage). Both
-# stages import only the test files that can hold such tests (--forced-files-only, conftest.py).
+# a `method` parameter of spawn where FAST_METHOD is not; `make test` leaves them to this stage), less
+# those marked `spawn_in_notebook`, whose notebook runs the same workers under spawn in `make
+# test-wheel` and asserts the same outcomes. Both stages import only the test files that can hold
+# such tests (--forced-files-only, conftest.py).
 # `make unit-spawn` / `unit-forkserver` run every unit test with the default forced.
 FORCED = MP_DEFAULT_START_METHOD=$* JUPYTER_PATH=$(CURDIR)/jupyter-config $(RUN_TMP)
 READS_DEFAULT = $(shell $(PY) -m tests.notebook_rules --reads-default)
 FORCED_NOTEBOOKS_spawn :=
 FORCED_NOTEBOOKS_forkserver = $(READS_DEFAULT)
-FORCED_MARKS_spawn := or spawn_variant
+FORCED_MARKS_spawn := or (spawn_variant and not spawn_in_notebook)
 FORCED_MARKS_forkserver :=
 test-spawn test-forkserver: test-%: $(STAMP)
 	@$(PY) tools/clean_check.py save $(CLEAN)

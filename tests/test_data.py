@@ -21,6 +21,7 @@ def test_slow_squares_and_bad_input():
         hd.SlowSquares(-1)
 
 
+@pytest.mark.spawn_in_notebook("07", "WhoLoadedMe", "Numbers", "ShardedNumbers")
 @pytest.mark.parametrize("method", METHODS)
 def test_worker_info_and_sharding_under_every_method(method):
     loader = DataLoader(hd.WhoLoadedMe(4), batch_size=2, num_workers=2, multiprocessing_context=method)
@@ -67,6 +68,7 @@ def _own_draws(method, worker_init_fn=None, seed=0):
     return hd.collect(loader)
 
 
+@pytest.mark.spawn_in_notebook("07", "OwnGenerator", "seed_own_generator")
 @pytest.mark.parametrize("method", METHODS)
 def test_a_dataset_own_generator_repeats_across_workers_until_seed_own_generator(method):
     copies = _own_draws(method)

@@ -204,6 +204,7 @@ def test_torch_text_reads_the_sharing_strategies_by_platform():
     assert '_all_sharing_strategies = {"file_system"}' in text
 
 
+@pytest.mark.spawn_in_notebook("13", "count_torn_copies")
 @pytest.mark.parametrize("method", ["fork", "spawn"] if LINUX_FORK else ["spawn"])
 def test_copies_tear_without_the_lock_and_never_with_it(method):
     ctx = mp.get_context(method)

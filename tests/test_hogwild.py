@@ -43,6 +43,7 @@ def test_the_worker_trains_the_model_it_is_given_in_place_and_reproducibly(data)
     assert not torch.equal(a[0].weight, c[0].weight)
 
 
+@pytest.mark.spawn_in_notebook("05", "train_worker")
 @pytest.mark.parametrize("method", METHODS)
 def test_the_notebook_launch_trains_the_shared_model_under_every_start_method(method, data):
     x, y, x_test, y_test = data
@@ -71,6 +72,7 @@ def test_timed_worker_wraps_train_worker_and_reports_its_times(data):
     assert rank == 3 and start <= end
 
 
+@pytest.mark.spawn_in_notebook("05", "measure_speedup")
 @pytest.mark.parametrize("method", METHODS)
 def test_run_hogwild_measures_a_run_under_every_start_method(method):
     run = hogwild._run_hogwild(nprocs=2, epochs=2, method=method)
@@ -117,6 +119,7 @@ def _adds(method: str, lock: bool) -> int:
     return int((40 - counter.double()).sum())
 
 
+@pytest.mark.spawn_in_notebook("05", "add_ones")
 @pytest.mark.parametrize("method", METHODS)
 def test_locked_adds_lose_nothing(method):
     assert _adds(method, lock=True) == 0

@@ -11,6 +11,7 @@ from helpers.overview import square_into
 from tests.workers import METHODS
 
 
+@pytest.mark.spawn_in_notebook("00", "square_into")
 @pytest.mark.parametrize("method", METHODS)
 def test_children_write_their_squares_into_one_shared_tensor(method):
     ctx = mp.get_context(method)

@@ -4,6 +4,7 @@ process (conftest.py), and the kernelspecs in ``jupyter-config/kernels`` force i
 
 from __future__ import annotations
 
+import ast
 import multiprocessing as mp
 import os
 from pathlib import Path
@@ -69,3 +70,55 @@ def test_the_forced_stages_import_every_test_file_that_can_hold_their_tests(tmp_
         path = tmp_path / f"test_{i}.py"
         path.write_text(text)
         assert holds_forced_tests(path) == holds, text
+
+
+def _spawn_in_notebook_marks() -> dict[str, tuple[str, ...]]:
+    """``{test file::test name: the marker's arguments}`` for each test marked ``spawn_in_notebook``,
+    read from the test files' source (whatever this session selected); a marked test without a
+    ``method`` parameter is listed with no arguments."""
+    marks = {}
+    for path in sorted((ROOT / "tests").glob("test_*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.FunctionDef):
+                continue
+            calls = [d for d in node.decorator_list if isinstance(d, ast.Call)]
+            for call in calls:
+                if ast.unparse(call.func) == "pytest.mark.spawn_in_notebook":
+                    args = tuple(ast.literal_eval(a) for a in call.args)
+                    has_method = any(
+                        ast.unparse(c.func) == "pytest.mark.parametrize" and "method" in str(c.args[0].value)
+                        for c in calls if c.args and isinstance(c.args[0], ast.Constant)
+                    )  # fmt: skip
+                    marks[f"{path.name}::{node.name}"] = args if has_method else ()
+    return marks
+
+
+def test_a_spawn_variant_left_to_a_notebook_names_workers_that_notebook_runs_on_the_macos_path():
+    """`make test-spawn` leaves out the spawn variant of a test marked ``spawn_in_notebook(NN,
+    *names)``: notebook NN runs those workers under spawn in `make test-wheel` (the macOS path). The
+    test must have a `method` parameter, and each name must appear in a code cell of that notebook
+    that the macOS path runs (not one behind ``linux_only``), other than in a listing it shows."""
+    from tools.notebook_model import notebooks
+
+    series = {nb.number: nb for nb in notebooks()}
+    marks = _spawn_in_notebook_marks()
+    assert len(marks) >= 10  # tests/test_data.py, test_queues.py, ...
+    for test, (number, *names) in ((t, a or ("",)) for t, a in marks.items()):
+        assert number in series and names, f"{test}: no `method` parameter, or no notebook and names"
+        used = set()
+        for cell in series[number].code_cells:
+            if "linux_only(" not in cell.source:
+                shown = {
+                    id(n) for call in ast.walk(cell.tree) if _calls(call, "show_source", "show_script")
+                    for n in ast.walk(call)
+                }  # fmt: skip
+                used |= {_name(n) for n in ast.walk(cell.tree) if id(n) not in shown}
+        assert set(names) <= used, (test, number, set(names) - used)
+
+
+def _name(node: ast.AST) -> str | None:
+    return getattr(node, "attr", getattr(node, "id", None))
+
+
+def _calls(node: ast.AST, *names: str) -> bool:
+    return isinstance(node, ast.Call) and _name(node.func) in names

@@ -61,6 +61,7 @@ def test_pipe_doubler_round_trip(method):
         assert reap([proc], timeout=30) == [0]
 
 
+@pytest.mark.spawn_in_notebook("03", "produce")
 @pytest.mark.parametrize("method", METHODS)
 def test_producers_with_one_sentinel_each_deliver_every_item(method):
     # Notebook 03 section 3: items and sentinels only, the consumer counts sentinels, then joins.
@@ -110,6 +111,7 @@ def test_a_few_small_items_fit_in_the_pipe_so_join_first_returns():
     assert len([q.get(timeout=30) for _ in range(10)]) == 10
 
 
+@pytest.mark.spawn_in_notebook("03", "put_tensor")
 @pytest.mark.skipif(tmp.get_sharing_strategy() != "file_descriptor", reason="file_descriptor only")
 @pytest.mark.parametrize("method", METHODS)
 def test_a_tensor_from_a_producer_that_exited_cannot_be_received_under_file_descriptor(method):
@@ -148,6 +150,7 @@ def test_under_file_system_torch_shm_manager_unlinks_the_segment_2_s_after_the_p
     assert done.stdout.splitlines() == ["3.0 failed No such file or directory", f"0.0 received {qu.MB // 4}"]
 
 
+@pytest.mark.spawn_in_notebook("03", "put_tensor")
 @pytest.mark.parametrize("method", METHODS)
 def test_a_producer_kept_alive_until_the_consumer_is_done_hands_over_its_tensor(method):
     ctx = tmp.get_context(method)
@@ -175,6 +178,7 @@ def test_put_workers_and_produce_in_process():
     assert [float(q.get().sum()) for _ in range(2)] == [40_000.0, 40_000.0] and q.get() is None
 
 
+@pytest.mark.spawn_in_notebook("03", "pool_producer")
 @pytest.mark.parametrize("method", METHODS)
 def test_pool_producer_fills_the_same_storages_in_place(method):
     # Notebook 03 section 6: the consumer loop written in the notebook's cells.
@@ -198,6 +202,7 @@ def test_pool_producer_fills_the_same_storages_in_place(method):
     assert checked == 10 and used <= {0, 1} and [b.data_ptr() for b in buffers] == pointers
 
 
+@pytest.mark.spawn_in_notebook("03", "handoff_times")
 @pytest.mark.parametrize("method", FAST_AND_SPAWN)
 def test_handoff_times_small_sizes(method):
     rows = qu.handoff_times(sizes_mb=(0.25, 1), repeat=2, method=method)  # 4 consumer processes

@@ -30,6 +30,7 @@ def test_memory_region_moves_to_dev_shm_on_share():
     assert sh.memory_region(t).startswith("/dev/shm/torch_")
 
 
+@pytest.mark.spawn_in_notebook("02", "add_in_place", "add_plus_equals", "add_and_rebind")
 @pytest.mark.parametrize("method", METHODS)
 def test_in_place_writes_reach_the_parent_and_rebinding_does_not(method):
     seen = {}
@@ -59,6 +60,7 @@ def test_forking_pickler_sends_a_handle_and_shares_the_storage():
     assert back.data_ptr() == t.data_ptr()
 
 
+@pytest.mark.spawn_in_notebook("02", "write_through_numpy")
 @pytest.mark.parametrize("method", FAST_AND_SPAWN)
 def test_write_through_numpy_reaches_the_parent(method):
     t = torch.zeros(3).share_memory_()
@@ -83,6 +85,7 @@ def test_increment_workers_in_process():
     assert int(counter[0]) == 10 and counts.tolist() == [0, 4]
 
 
+@pytest.mark.spawn_in_notebook("02", "increment_counter", "increment_own_slot")
 @pytest.mark.parametrize("method", FAST_AND_SPAWN)
 def test_count_in_processes_lock_and_slots_lose_nothing(method):
     locked = sh._count_in_processes(2, 200, mode="lock", method=method)
