@@ -74,7 +74,7 @@ def test_the_forced_stages_import_every_test_file_that_can_hold_their_tests(tmp_
 
 def _spawn_in_notebook_marks() -> dict[str, tuple[str, ...]]:
     """``{test file::test name: the marker's arguments}`` for each test marked ``spawn_in_notebook``,
-    read from the test files' source (whatever this session selected); a marked test without a
+    read from the test files' source, whatever this session selected; a marked test without a
     ``method`` parameter is listed with no arguments."""
     marks = {}
     for path in sorted((ROOT / "tests").glob("test_*.py")):
@@ -103,7 +103,8 @@ def test_a_spawn_variant_left_to_a_notebook_names_workers_that_notebook_runs_on_
     series = {nb.number: nb for nb in notebooks()}
     marks = _spawn_in_notebook_marks()
     assert len(marks) >= 10  # tests/test_data.py, test_queues.py, ...
-    for test, (number, *names) in ((t, a or ("",)) for t, a in marks.items()):
+    for test, args in marks.items():
+        number, *names = args or ("",)
         assert number in series and names, f"{test}: no `method` parameter, or no notebook and names"
         used = set()
         for cell in series[number].code_cells:
