@@ -53,11 +53,6 @@ CHECK = (  # the learner's side, in the folder of the notebooks: the file the no
 # faster there (2026-12-02: 724 s wall, 1,290 CPU-s for the stage; two in a fresh clone the same day:
 # 747 s, 1,307 CPU-s): the cores are busy either way.
 WORKERS = int(os.environ.get("WHEEL_WORKERS") or 2)
-# The notebooks that took longest on the macOS path (1.5 to 3.5 minutes each on 2 cores, 2026-12-03),
-# longest first: started first, so that short ones, not a long one alone, end the run (pytest-xdist
-# hands them out in the order given). The others follow in number order. A stale order costs a few
-# seconds, never a result.
-SLOWEST_FIRST = ("05", "07", "10", "11", "03", "09", "14", "02", "13")
 
 
 def run(command: list[str], timeout: float, **kwargs) -> subprocess.CompletedProcess:
@@ -189,9 +184,7 @@ def test_every_notebook_runs_from_an_empty_folder_with_the_wheel_installed(wheel
     shutil.copy2(ROOT / "jupyter-config" / "ipython" / "ipython_kernel_config.json", ipython)
     run_tmp = outside / "tmp"  # the run's temporary directory: empty afterwards but for caches
     run_tmp.mkdir()
-    order = sorted(notebooks, key=lambda nb: (SLOWEST_FIRST + (nb.name[:2],)).index(nb.name[:2]))
-    names = [nb.name for nb in order] + ["zz_installed_from.ipynb"]
-    command = [str(python), "-m", "pytest", *names, "--nbmake", "--nbmake-timeout=300", "-n", str(WORKERS)]
+    command = [str(python), "-m", "pytest", ".", "--nbmake", "--nbmake-timeout=300", "-n", str(WORKERS)]
     command += ["--nbmake-kernel=python3-spawn", "-p", "no:cacheprovider", "-q", "--overwrite"]
     command += ["--durations=0"]
     done = run(command, 3000, cwd=learner, env=clean_env(HELPERS_PLATFORM="darwin", TMPDIR=str(run_tmp)))
