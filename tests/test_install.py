@@ -13,6 +13,7 @@ import re
 import socket
 import subprocess
 import sys
+import sysconfig
 import time
 from pathlib import Path
 
@@ -87,6 +88,19 @@ def test_the_cpu_plan_takes_torch_alone_from_the_cpu_index_with_short_timeouts()
     fallback = it.choose("Linux", "auto", gpu=False, index_reachable=False)
     (only,) = it.pip_commands("py", fallback, TESTED_TORCH, "c.txt", ".[dev]")
     assert only == second and CPU not in only
+
+
+def test_the_environment_s_packages_are_byte_compiled_beyond_what_was_imported():
+    """pip installs with --no-compile and install_torch.py compiles site-packages on every core: no
+    module is left to be compiled at its first import (in every process where the bytecode is not
+    written: PYTHONDONTWRITEBYTECODE). sympy.physics: compiled at install, imported by nothing here."""
+    import sympy
+
+    physics = Path(sympy.__file__).parent / "physics"
+    sources = sorted(physics.rglob("*.py"))
+    missing = [p for p in sources if not Path(importlib.util.cache_from_source(str(p))).exists()]
+    assert len(sources) > 50 and missing == [], missing[:5]
+    assert sysconfig.get_paths()["purelib"] in it.site_packages(sys.executable)
 
 
 def dry_run(*args: str) -> list[str]:
