@@ -154,8 +154,7 @@ def test_every_notebook_runs_from_an_empty_folder_with_the_wheel_installed(wheel
     assert installed.is_relative_to(outside / "env" / "venv"), installed
     run([str(python), "-m", "pip", "check"], 120, env=clean_env())  # every declared dependency satisfied
     # Every dependency resolved from the index, as a learner's `pip install` of the wheel would: about
-    # 40 s on one core (pip reads the metadata of every wheel it considers), so it runs while the
-    # notebooks do and is read after them.
+    # 40 s on one core here (38 s wall, 31 CPU-s), so it runs while the notebooks do and is read after.
     report, resolve_log = outside / "resolved.json", outside / "resolve.log"
     with resolve_log.open("w") as log:
         resolving = subprocess.Popen(
