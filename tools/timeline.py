@@ -5,8 +5,9 @@
 Prints each xdist worker's span (its first test's start to its last test's end, from the run's
 first start) and how long it sat idle at the end while another still ran; the modules by wall time
 (the sum of their tests' durations: what ``--dist loadscope`` gives one worker) with their CPU
-seconds (the test process's own and its children's that it waited for: a JupyterLab kernel or a
-Chromium is not counted); and the tests that took most CPU.
+seconds (the test process's own and its children's that it waited for: JupyterLab's kernels and
+Chromium count when their server or browser is reaped, on a browser module's last test); and the
+tests that took most CPU.
 """
 
 from __future__ import annotations
