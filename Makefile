@@ -57,9 +57,9 @@ lint: $(STAMP)
 # most 8 (most tests wait on child processes and kernels); it saves each executed notebook for the
 # site. nbmake runs every notebook again on the macOS path in `make test-wheel` (and all of them in
 # `make notebooks`), the ones that read the default in `make test-forkserver`. Each test module and helpers
-# module goes to one worker as a whole (--dist loadscope), in the order of the command line
-# (--no-loadscope-reorder), the longest first: the browser test's two halves (two modules, one
-# JupyterLab each), then the rest. No test asserts a bound on a measured time that a neighbour could
+# module goes to one worker as a whole (--dist loadscope), in collection order (--no-loadscope-reorder),
+# the longest first (conftest.LONG_FIRST): the browser test's two halves (two modules, one JupyterLab
+# each), the other modules that hold a worker a minute or more, then the rest. No test asserts a bound on a measured time that a neighbour could
 # decide.
 # Each session checks for leftover child processes and /dev/shm entries (conftest.py); the
 # repository and /dev/shm must be as clean afterwards as before, and the run's own temporary

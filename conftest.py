@@ -46,6 +46,31 @@ NOTEBOOK_TIMEOUT = 900
 # tests/ (each xdist worker imports every file it collects: about 13 CPU-s for all of them). Every
 # session checks that no such test lives in a file the pattern misses (pytest_collection_modifyitems).
 FORCED_FILE = re.compile(r"default_start_method|parametrize\(\s*['\"][^'\"]*\bmethod\b|def method\(")
+# Under `--dist loadscope --no-loadscope-reorder` a worker that is free takes the next module in
+# collection order. These hold a worker longest (wall seconds on one worker of `make test`, from
+# `python -m tools.timeline`, 2026-12-03: 629, 605, 461, 430, 168, 137, 118, 118, 100, 97, 73, 72, 67,
+# 66, 52, 51, 49, 48), so they go first, longest first, and the short modules fill the end: in
+# alphabetical order test_sharding and test_upstream came last and one worker ran alone for 35 s.
+LONG_FIRST = (
+    "tests/e2e/test_jupyterlab_browser.py",
+    "tests/e2e/test_jupyterlab_browser_odd.py",
+    "tests/test_catalog.py",
+    "tests/test_checkers.py",
+    "tests/test_patterns.py",
+    "tests/test_ddp.py",
+    "tests/test_sharding.py",
+    "tests/test_multinode.py",
+    "tests/test_launch.py",
+    "tests/test_data.py",
+    "tests/test_doctor_cli.py",
+    "tests/test_coursework.py",
+    "tests/test_doctor_target.py",
+    "tests/test_cuda.py",
+    "tests/test_doctor_machine.py",
+    "tests/test_start_methods.py",
+    "tests/test_doctor_process.py",
+    "tests/test_upstream.py",
+)
 
 
 @functools.cache
@@ -110,6 +135,10 @@ def pytest_report_header(config):
 
 
 def pytest_collection_modifyitems(items):
+    if missing := [m for m in LONG_FIRST if not (Path(__file__).parent / m).is_file()]:
+        raise pytest.UsageError(f"conftest.LONG_FIRST names no such file: {missing}")
+    rank = {module: i for i, module in enumerate(LONG_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))  # stable: the rest in order
     for item in items:
         if item.path.suffix == ".ipynb":
             item.add_marker(pytest.mark.timeout(NOTEBOOK_TIMEOUT))
