@@ -143,3 +143,12 @@ def test_the_setup_cell_names_a_helpers_py_that_shadows_the_series_package(tmp_p
         "mine": f'ImportError("{shadow} shadows the series\' helpers: rename it")',
         tmp_path.name: "None",
     }
+
+
+def test_the_modules_collected_first_exist():
+    """conftest.LONG_FIRST orders collection by name: a renamed module would silently fall back to
+    alphabetical order (and a long tail on one worker)."""
+    from conftest import LONG_FIRST
+
+    assert [m for m in LONG_FIRST if not (ROOT / m).is_file()] == []
+    assert len(set(LONG_FIRST)) == len(LONG_FIRST)
