@@ -136,6 +136,10 @@ test-site: $(STAMP)
 # such tests (--forced-files-only, conftest.py).
 # `make unit-spawn` / `unit-forkserver` run every unit test with the default forced.
 FORCED = MP_DEFAULT_START_METHOD=$* JUPYTER_PATH=$(CURDIR)/jupyter-config $(RUN_TMP)
+# They run few tests (39 and 15 on Linux): one worker per CPU, not two. A worker's start (torch,
+# conftest.py, collection) costs 10-15 CPU-s; on 2 cores, 2 workers against 4 (2026-12-03): spawn 66 s
+# and 100 CPU-s against 70 s and 123, forkserver 52 s and 56 against 53 s and 87.
+FORCED_WORKERS ?= $(shell $(PYTHON) -c "import os; print(min(8, os.cpu_count() or 1))")
 READS_DEFAULT = $(shell $(PY) -m tests.notebook_rules --reads-default)
 FORCED_NOTEBOOKS_spawn :=
 FORCED_NOTEBOOKS_forkserver = $(READS_DEFAULT)
@@ -143,8 +147,9 @@ FORCED_MARKS_spawn := or (spawn_variant and not spawn_in_notebook)
 FORCED_MARKS_forkserver :=
 test-spawn test-forkserver: test-%: $(STAMP)
 	@$(PY) tools/clean_check.py save $(CLEAN)
-	@$(call TIMED,pytest $* on $(WORKERS) workers) $(FORCED) $(PY) -m pytest $(FORCED_NOTEBOOKS_$*) tests \
-		$(NBMAKE) --nbmake-kernel=python3-$* $(XDIST) $(RERUN) --forced-files-only \
+	@$(call TIMED,pytest $* on $(FORCED_WORKERS) workers) $(FORCED) $(PY) -m pytest $(FORCED_NOTEBOOKS_$*) tests \
+		$(NBMAKE) --nbmake-kernel=python3-$* -n $(FORCED_WORKERS) --dist loadscope --no-loadscope-reorder \
+		$(RERUN) --forced-files-only \
 		-m "notebook or default_start_method $(FORCED_MARKS_$*)"
 	@$(PY) tools/clean_check.py compare $(CLEAN)
 
