@@ -59,15 +59,16 @@ lint: $(STAMP)
 # `make notebooks`), the ones that read the default in `make test-forkserver`. Each test module and helpers
 # module goes to one worker as a whole (--dist loadscope), in collection order (--no-loadscope-reorder),
 # the longest first (conftest.LONG_FIRST): the browser test's two halves (two modules, one JupyterLab
-# each), the other modules that hold a worker a minute or more, then the rest. No test asserts a bound on a measured time that a neighbour could
-# decide.
+# each), the other modules that hold a worker a minute or more, then the rest. No test asserts a
+# bound on a measured time that a neighbour could decide.
 # Each session checks for leftover child processes and /dev/shm entries (conftest.py); the
 # repository and /dev/shm must be as clean afterwards as before, and the run's own temporary
 # directory empty. Each stage prints its wall and CPU time (bash's `time`: user + system, the
 # processes it waited for included; on 2 cores the suite is CPU-bound, so CPU time is the figure
 # that grows with the suite).
 WORKERS ?= $(shell $(PYTHON) -c "import os; print(min(8, 2 * (os.cpu_count() or 1)))")
-XDIST := -n $(WORKERS) --dist loadscope --no-loadscope-reorder
+LOADSCOPE := --dist loadscope --no-loadscope-reorder
+XDIST := -n $(WORKERS) $(LOADSCOPE)
 NBMAKE := --nbmake --nbmake-timeout=$(CELL_TIMEOUT)
 SUITE := tests/e2e tests helpers --doctest-modules
 TIMED = TIMEFORMAT="$(1): %0R s wall, %0U + %0S s CPU"; time
@@ -148,7 +149,7 @@ FORCED_MARKS_forkserver :=
 test-spawn test-forkserver: test-%: $(STAMP)
 	@$(PY) tools/clean_check.py save $(CLEAN)
 	@$(call TIMED,pytest $* on $(FORCED_WORKERS) workers) $(FORCED) $(PY) -m pytest $(FORCED_NOTEBOOKS_$*) tests \
-		$(NBMAKE) --nbmake-kernel=python3-$* -n $(FORCED_WORKERS) --dist loadscope --no-loadscope-reorder \
+		$(NBMAKE) --nbmake-kernel=python3-$* -n $(FORCED_WORKERS) $(LOADSCOPE) \
 		$(RERUN) --forced-files-only \
 		-m "notebook or default_start_method $(FORCED_MARKS_$*)"
 	@$(PY) tools/clean_check.py compare $(CLEAN)
