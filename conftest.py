@@ -1,7 +1,8 @@
 """Leak checks for the whole suite, and the forced default start method.
 
 - Every test fails if it leaves a child process behind (under pytest-xdist each worker checks its own).
-- Every session fails if /dev/shm gained an entry. Under xdist the check must see every worker's
+- Every session fails if /dev/shm gained an entry that no live process holds (one held is in use: by
+  a stage running beside it, or by a child the first check reports). Under xdist the check must see every worker's
   tests finished and no worker exited yet: a worker's exit lets its resource tracker unlink what it
   leaked, so a check after the run (``tools/clean_check.py``) would miss a leaked
   ``SharedMemory``. Each worker waits at its end until all have finished their tests, then compares
@@ -30,7 +31,7 @@ import psutil
 import pytest
 
 from helpers.launch import FAST_METHOD
-from helpers.processes import dev_shm_entries, live_children
+from helpers.processes import dev_shm_entries, held_dev_shm_entries, live_children
 
 # A process has one forkserver, started with its first forkserver child. Here it imports torch, and
 # the torch._dynamo that a child's first optimizer imports, once per test process, so its children
@@ -251,6 +252,18 @@ def _wait_for_the_other_workers(barrier: Path, timeout: float = 3600.0) -> None:
         time.sleep(0.2)
 
 
+def _leaked_shm(before: set[str], grace: float = 5.0) -> list[str]:
+    """New /dev/shm entries (not ``sem.*``) that no live process holds, still so after ``grace`` s (an
+    entry between its last close and its unlink, in a stage running beside this one, is not leaked)."""
+    deadline = time.monotonic() + grace
+    while True:
+        new = {n for n in dev_shm_entries() - before if not n.startswith("sem.")}
+        leaked = sorted(new - held_dev_shm_entries()) if new else []
+        if not leaked or time.monotonic() > deadline:
+            return leaked
+        time.sleep(0.5)
+
+
 @pytest.hookimpl(trylast=True)  # on the xdist controller: after the workers are shut down
 def pytest_sessionfinish(session, exitstatus):
     config = session.config
@@ -261,10 +274,11 @@ def pytest_sessionfinish(session, exitstatus):
     problems = set()
     # Named semaphores (sem.*) of children killed at a deadline under spawn/forkserver are unlinked by
     # multiprocessing's resource tracker when the test process exits: tools/clean_check.py checks
-    # them afterwards. Everything else must be gone at the end of the session.
-    new_shm = sorted(n for n in dev_shm_entries() - config.stash[_SHM_BEFORE] if not n.startswith("sem."))
-    if new_shm:
-        problems.add(f"new /dev/shm entries after the run: {new_shm}")
+    # them afterwards. Every other new entry that no live process holds is leaked. One that a process
+    # holds is in use: by a stage running beside this one (.ci/run), or by a child of this session,
+    # which the check below reports; tools/clean_check.py, after the stage, counts every new entry.
+    if leaked := _leaked_shm(config.stash[_SHM_BEFORE]):
+        problems.add(f"new /dev/shm entries after the run, held by no process: {leaked}")
     if left := leftover_children():
         who = f"xdist worker {config.workerinput['workerid']}" if hasattr(config, "workerinput") else "pytest"
         problems.add(f"child processes still alive after the run ({who}): {left}")

@@ -34,6 +34,13 @@ def test_leaves_a_child():
 
 def test_leaves_shared_memory():
     shared_memory.SharedMemory(name={name!r}, create=True, size=64).close()  # closed, never unlinked
+
+
+HELD = []
+
+
+def test_holds_shared_memory_to_the_end():  # mapped by this worker until it exits: in use, not leaked
+    HELD.append(shared_memory.SharedMemory(name={name!r} + "-held", create=True, size=64))
 """
 
 
@@ -62,16 +69,15 @@ pytestmark = pytest.mark.timeout(400)
 @pytest.fixture(scope="module")
 def run_under_xdist(tmp_path_factory) -> tuple[Path, str, subprocess.CompletedProcess]:
     """One pytest on two workers, as `make test` runs it, over a small file that leaks a child and a
-    /dev/shm segment."""
+    /dev/shm segment, and holds another segment to the end."""
     folder = tmp_path_factory.mktemp("suite")
     name = f"leak-check-{uuid.uuid4().hex[:12]}"
     (folder / "test_leaky.py").write_text(LEAKY.format(name=name))
     try:
         done = _pytest(folder, "-n", "2", env={"PYTEST_TIMELINE": str(folder / "timeline.tsv")})
     finally:
-        with_leak = Path("/dev/shm", name)
-        if with_leak.exists():
-            with_leak.unlink()
+        for entry in (Path("/dev/shm", name), Path("/dev/shm", f"{name}-held")):
+            entry.unlink(missing_ok=True)
     return folder, name, done
 
 
@@ -81,8 +87,10 @@ def test_leaks_fail_the_run_under_xdist_too(run_under_xdist):
     assert done.returncode == 1, out
     # In the worker that ran it, after the test: a child of that worker, found by its own check.
     assert "FAILED" in out and "test_leaves_a_child" in out and "left child processes behind" in out, out
-    # After every worker finished, before any exited (its resource tracker would unlink the entry).
-    assert "LEAK CHECK FAILED" in out and f"new /dev/shm entries after the run: ['{name}'" in out, out
+    # After every worker finished, before any exited (its resource tracker would unlink the entry);
+    # the segment a worker still maps is in use (another stage's, when stages run side by side).
+    assert "LEAK CHECK FAILED" in out, out
+    assert f"new /dev/shm entries after the run, held by no process: ['{name}']" in out, out
 
 
 def test_the_timeline_has_a_line_per_test_and_says_where_the_time_went(run_under_xdist):
@@ -90,10 +98,14 @@ def test_the_timeline_has_a_line_per_test_and_says_where_the_time_went(run_under
 
     folder, _, _ = run_under_xdist
     rows = read(folder / "timeline.tsv")
-    assert sorted(r[5].split("::")[1] for r in rows) == ["test_leaves_a_child", "test_leaves_shared_memory"]
+    assert sorted(r[5].split("::")[1] for r in rows) == [
+        "test_holds_shared_memory_to_the_end",
+        "test_leaves_a_child",
+        "test_leaves_shared_memory",
+    ]
     assert {r[0] for r in rows} <= {"gw0", "gw1"} and all(r[1] <= r[2] and r[3] >= 0 for r in rows), rows
     text = report(rows)
-    assert text.startswith("2 tests; first start to last end") and "test_leaky.py" in text, text
+    assert text.startswith("3 tests; first start to last end") and "test_leaky.py" in text, text
 
 
 def test_the_clean_check_finds_what_a_run_left_in_its_temporary_directory(tmp_path):

@@ -35,7 +35,7 @@ from helpers.environment import (
     default_start_method,
     usable_cpus,
 )
-from helpers.processes import dev_shm_entries
+from helpers.processes import dev_shm_entries, held_dev_shm_entries
 
 # helpers.doctor.check runs the checks; platform_checks reads ptrace and resolves names with these
 __all__ = ["machine_checks_for", "ptrace_scope", "has_cap_sys_ptrace", "resolves_within"]
@@ -377,24 +377,6 @@ def _mine(proc) -> bool:
     return me is None or not proc.info["uids"] or proc.info["uids"].real == me
 
 
-def _mapped_paths(paths: set[str]) -> set[str]:
-    """Those of ``paths`` that a process of this user maps or holds open (/proc/*/maps and fd)."""
-    import psutil
-
-    found: set[str] = set()
-    for proc in psutil.process_iter(["uids"]):
-        if not _mine(proc) or found == paths:
-            continue
-        with contextlib.suppress(OSError):
-            maps = Path(f"/proc/{proc.pid}/maps").read_text()
-            found |= {path for path in paths if path in maps}
-        with contextlib.suppress(OSError):
-            for fd in os.listdir(f"/proc/{proc.pid}/fd"):
-                with contextlib.suppress(OSError):
-                    found |= {os.readlink(f"/proc/{proc.pid}/fd/{fd}").removesuffix(" (deleted)")} & paths
-    return found
-
-
 def _check_stale_shared_memory() -> Finding:
     import psutil
 
@@ -403,7 +385,8 @@ def _check_stale_shared_memory() -> Finding:
         match = re.match(r"torch_(\d+)_", name)
         if match and not psutil.pid_exists(int(match.group(1))):
             gone.add(f"/dev/shm/{name}")
-    stale = sorted(Path(path).name for path in gone - _mapped_paths(gone))
+    held = held_dev_shm_entries() if gone else set()
+    stale = sorted(Path(path).name for path in gone if Path(path).name not in held)
     used = len(gone) - len(stale)
     in_use = f" ({used} more whose creator is gone are mapped: in use)" if used else ""
     if not stale:
