@@ -20,7 +20,7 @@ STAMP := $(VENV)/.installed-torch-$(TORCH_VERSION)-$(TORCH_BUILD)
 # own 120 s deadlines, so under load their deadline fires first and kills its processes cleanly.
 CELL_TIMEOUT ?= 180
 
-.PHONY: setup lab test lint unit notebooks e2e site test-site clean test-spawn test-forkserver unit-spawn unit-forkserver docs api-docs \
+.PHONY: setup lab test lint unit notebooks e2e site site-deps test-site clean test-spawn test-forkserver unit-spawn unit-forkserver docs api-docs \
 	test-cluster test-wheel lock
 
 setup: $(STAMP)
@@ -115,6 +115,9 @@ notebooks: $(STAMP)
 # again. Warnings, a broken link to a section among them, fail the build.
 site: $(STAMP) site/node_modules/.package-lock.json
 	@$(call TIMED,site) CELL_TIMEOUT=$(CELL_TIMEOUT) $(PY) -m tools.site --out _site --executed $(EXECUTED)
+
+# The site's npm packages alone (.ci/run installs them while `make setup` runs).
+site-deps: site/node_modules/.package-lock.json
 
 site/node_modules/.package-lock.json: site/package.json site/package-lock.json
 	cd site && npm ci --no-audit --no-fund --ignore-scripts
