@@ -130,6 +130,21 @@ def pytest_runtest_protocol(item, nextitem):
             )
 
 
+def pytest_runtest_logreport(report):
+    """Keep why a test was rerun (RERUN in the Makefile): ``-rR`` names it, and the summary says why."""
+    if report.outcome == "rerun" and report.longrepr is not None:
+        lines = [line for line in str(report.longrepr).splitlines() if line.startswith("E ")]
+        _RERUN_REASONS.append((report.nodeid, (lines or ["(no error line)"])[0][:300]))
+
+
+def pytest_terminal_summary(terminalreporter):
+    for nodeid, reason in _RERUN_REASONS:
+        terminalreporter.write_line(f"RERUN REASON {nodeid}: {reason}")
+
+
+_RERUN_REASONS: list[tuple[str, str]] = []
+
+
 def pytest_report_header(config):
     method = multiprocessing.get_start_method()
     return f"default start method: {method} (MP_DEFAULT_START_METHOD to force one)"

@@ -19,8 +19,17 @@ ROOT = Path(__file__).resolve().parents[1]
 LEAKY = """
 import multiprocessing as mp
 import os
+import queue
 import time
 from multiprocessing import shared_memory
+
+RUNS = []
+
+
+def test_fails_once():  # a deadline that expired once: rerun (RERUN in the Makefile), and the reason kept
+    RUNS.append(1)
+    if len(RUNS) == 1:
+        raise queue.Empty("the first get timed out")
 
 
 def _linger(parent):
@@ -74,7 +83,8 @@ def run_under_xdist(tmp_path_factory) -> tuple[Path, str, subprocess.CompletedPr
     name = f"leak-check-{uuid.uuid4().hex[:12]}"
     (folder / "test_leaky.py").write_text(LEAKY.format(name=name))
     try:
-        done = _pytest(folder, "-n", "2", env={"PYTEST_TIMELINE": str(folder / "timeline.tsv")})
+        reruns = ("--reruns", "1", "--only-rerun", "^Empty: ")
+        done = _pytest(folder, "-n", "2", *reruns, env={"PYTEST_TIMELINE": str(folder / "timeline.tsv")})
     finally:
         for entry in (Path("/dev/shm", name), Path("/dev/shm", f"{name}-held")):
             entry.unlink(missing_ok=True)
@@ -91,6 +101,8 @@ def test_leaks_fail_the_run_under_xdist_too(run_under_xdist):
     # the segment a worker still maps is in use (another stage's, when stages run side by side).
     assert "LEAK CHECK FAILED" in out, out
     assert f"new /dev/shm entries after the run, held by no process: ['{name}']" in out, out
+    # A rerun is named, with the error line that caused it (conftest.pytest_terminal_summary).
+    assert "RERUN REASON test_leaky.py::test_fails_once: E" in out and "the first get timed out" in out, out
 
 
 def test_the_timeline_has_a_line_per_test_and_says_where_the_time_went(run_under_xdist):
@@ -99,13 +111,14 @@ def test_the_timeline_has_a_line_per_test_and_says_where_the_time_went(run_under
     folder, _, _ = run_under_xdist
     rows = read(folder / "timeline.tsv")
     assert sorted(r[5].split("::")[1] for r in rows) == [
+        "test_fails_once",
         "test_holds_shared_memory_to_the_end",
         "test_leaves_a_child",
         "test_leaves_shared_memory",
     ]
     assert {r[0] for r in rows} <= {"gw0", "gw1"} and all(r[1] <= r[2] and r[3] >= 0 for r in rows), rows
     text = report(rows)
-    assert text.startswith("3 tests; first start to last end") and "test_leaky.py" in text, text
+    assert text.startswith("4 tests; first start to last end") and "test_leaky.py" in text, text
 
 
 def test_the_clean_check_finds_what_a_run_left_in_its_temporary_directory(tmp_path):

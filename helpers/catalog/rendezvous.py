@@ -606,6 +606,7 @@ def run(rank, port):
     )
     group = dist.new_group([0])  # every rank calls new_group
     dist.all_reduce(torch.ones(1), group=group)  # rank 1 is not in the group
+    dist.barrier()  # leave together: a rank that exits while another still connects breaks its init
     dist.destroy_process_group()
 
 
