@@ -9,10 +9,13 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import uuid
 from pathlib import Path
 
 import pytest
+
+from tools.clean_check import left_in
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -146,3 +149,20 @@ def test_the_clean_check_finds_what_a_run_left_in_its_temporary_directory(tmp_pa
     (tmp_path / "tmp" / "pymp-abc").mkdir()  # multiprocessing's folder of a process killed before its exit
     left = clean_check("compare")
     assert left.returncode == 1 and "['pymp-abc']" in left.stdout, left.stdout
+
+
+def test_a_torch_shm_manager_folder_is_given_time_to_go_and_reported_if_it_stays(tmp_path):
+    lingering = tmp_path / "torch-shm-dir-abc123"  # the manager removes it a moment after it exits
+    lingering.mkdir()
+    remover = threading.Timer(1.0, lingering.rmdir)
+    remover.start()
+    try:
+        assert left_in(tmp_path, wait=10) == []
+    finally:
+        remover.cancel()
+    stays = tmp_path / "torch-shm-dir-def456"  # a manager that was killed: it stays
+    stays.mkdir()
+    (tmp_path / "pymp-abc").mkdir()  # beside another leftover: both reported, without waiting
+    assert left_in(tmp_path, wait=10) == ["pymp-abc", "torch-shm-dir-def456"]
+    (tmp_path / "pymp-abc").rmdir()
+    assert left_in(tmp_path, wait=1) == ["torch-shm-dir-def456"]

@@ -236,7 +236,7 @@ def _run_notebooks(python: Path, outside: Path, learner: Path, capsys) -> None:
     with capsys.disabled():  # each notebook's time, in the stage's log
         print("\n" + done.stdout[durations:][-4000:])
     assert f"{len(notebooks) + 1} passed" in done.stdout
-    assert left_in(run_tmp) == []
+    assert left_in(run_tmp, wait=10) == []
 
 
 PROBE = """\

@@ -298,7 +298,7 @@ def attempt():
 
 
 if __name__ == "__main__":
-    for _ in range(10):  # the window is short: rank 0 may be done before it is stopped
+    for _ in range(30):  # the window is short: rank 0 may be done before it is stopped (1-4 tries idle)
         codes = attempt()
         print("exit codes:", codes, flush=True)
         if codes[0] != 0:
