@@ -4,6 +4,11 @@ SHELL := bash
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
+# Every Python started here caches the bytecode of what it imports (__pycache__, gitignored), as Python
+# does by default; where the environment turns that off (PYTHONDONTWRITEBYTECODE=1, as on CI's
+# machines), each of the ~700 interpreters of `make test` compiled helpers/ again (0.06-0.1 CPU-s)
+# and each pytest process every test file (2 CPU-s of its 12.5 to collect).
+unexport PYTHONDONTWRITEBYTECODE
 # The lock: the exact set CI passes with (`make lock` refreshes it). The default torch is its pin for
 # this Python (helpers.environment.TESTED_TORCH, or an older one where this Python is too old for it).
 LOCK := requirements/constraints.txt
