@@ -409,18 +409,26 @@ def _full_state(model: nn.Module) -> dict[str, torch.Tensor]:
     return get_model_state_dict(model, options=StateDictOptions(full_state_dict=True))
 
 
-def train_method(method: str, rank: int, world_size: int, hidden: tuple[int, ...], steps: int) -> dict:
+def train_method(
+    method: str, rank: int, world_size: int, hidden: tuple[int, ...], steps: int, reachable: bool = True
+) -> dict:
     """Train ``make_model(SEED, hidden)`` with ``method`` for ``steps`` Adam steps; returns what
     :func:`train_rank` saves and the trained model under ``"model"``. ``memory``: :func:`held_bytes`,
     ``reachable`` (:func:`reachable_bytes` since before the model was built) and ``process`` (how
     much the process's resident memory grew); ``bytes``: what this rank sent in the last step,
     measured (:func:`bytes_written`) and computed from its collectives for a ring and for gloo.
+    ``reachable=False`` makes ``reachable`` None: it walks every object the garbage collector tracks,
+    twice (about 0.3 CPU-s a walk once torch's compiler is imported), which a warm-up run and the
+    benchmark, whose table does not show it, need not pay. Memory is counted after a barrier, once
+    every rank's collectives finished and no gloo thread still holds one's buffer: twice under load
+    the browser run counted 266,240 bytes more than held_bytes without it, the size of FSDP2's first
+    layer unsharded (not reproduced in 24 runs alone or beside 3 busy loops; the cause is not confirmed).
 
     >>> train_method  # doctest: +ELLIPSIS
     <function train_method at ...>
     """
     batches = list(_batches(rank, world_size, steps))  # the data is not the model's memory
-    before, tensors_before = psutil.Process().memory_info().rss, _tensors_in_process()
+    before, tensors_before = psutil.Process().memory_info().rss, _tensors_in_process() if reachable else {}
     model, optimizer, step = globals()[f"setup_{method}"](make_model(SEED, hidden), rank, world_size)
     log, times = CollectiveLog(), []
     for i, (inputs, labels) in enumerate(batches):
@@ -431,11 +439,9 @@ def train_method(method: str, rank: int, world_size: int, hidden: tuple[int, ...
             step()
         times.append(time.perf_counter() - start)
     sent = None if written is None else bytes_written() - written
-    # Every rank's collectives finished, so no gloo thread still holds one's buffer: twice under load
-    # the browser run counted 266,240 bytes more than held_bytes, the size of FSDP2's first layer
-    # unsharded (not reproduced in 24 runs alone or beside 3 busy loops; the cause is not confirmed).
-    dist.barrier()
-    memory = {**held_bytes(model, optimizer), "reachable": reachable_bytes(tensors_before)}
+    dist.barrier()  # every rank's collectives are done before memory is counted (docstring)
+    memory = held_bytes(model, optimizer)
+    memory["reachable"] = reachable_bytes(tensors_before) if reachable else None
     return {
         "memory": {**memory, "process": psutil.Process().memory_info().rss - before},
         "bytes": {"sent": sent, **{m: log.bytes_sent(world_size, rank, m) for m in ("ring", "gloo")}},
@@ -470,7 +476,7 @@ def train_rank(
     )
     try:
         for method in methods:
-            train_method(method, rank, world_size, (8,), 2)  # a warm-up: the first run imports and caches
+            train_method(method, rank, world_size, (8,), 2, reachable=False)  # a warm-up: imports, caches
             result = train_method(method, rank, world_size, hidden, steps)
             model = result.pop("model")
             if method == "fsdp2":
@@ -503,13 +509,14 @@ def benchmark_rank(
     )
     try:
         sizes, rows = list(sizes), []
-        for method in methods:  # a warm-up run of each: the first run of a method in a process imports
-            train_method(method, rank, world_size, sizes[0], 2)  # and allocates more than any later
+        # A warm-up run of each: the first run of a method in a process imports and allocates more than later.
+        for method in methods:
+            train_method(method, rank, world_size, sizes[0], 2, reachable=False)
         for hidden in sizes:
             parameters = sum(p.numel() for p in make_model(SEED, hidden).parameters())
             for method in methods:
                 for repeat in range(repeats):
-                    result = train_method(method, rank, world_size, hidden, steps)
+                    result = train_method(method, rank, world_size, hidden, steps, reachable=False)
                     del result["model"], result["state"]
                     rows.append({"method": method, "parameters": parameters, "repeat": repeat, **result})
         if rank == 0:
