@@ -18,7 +18,7 @@ from helpers.launch import (
 )
 from helpers.processes import live_children, run_python_script
 from tests import workers
-from tests.workers import METHODS
+from tests.workers import FRESH, METHODS
 
 
 def defined_in_main(rank):
@@ -71,25 +71,25 @@ def test_launch_returns_tensors_from_children(method):
 
 
 def test_launch_sets_the_child_thread_count():
-    assert launch(workers.thread_count, nprocs=1, method="spawn", threads=1) == [1]
+    assert launch(workers.thread_count, nprocs=1, method=FRESH, threads=1) == [1]
 
 
 def test_launch_carries_the_child_traceback():
     with pytest.raises(WorkerFailed, match="ValueError: raised on purpose") as info:
-        launch(workers.raise_value_error, nprocs=2, method="spawn")
+        launch(workers.raise_value_error, nprocs=2, method=FRESH)
     assert info.value.rank in (0, 1)
 
 
 def test_launch_reports_a_child_that_dies_silently():
     with pytest.raises(WorkerFailed, match="rank 1 exited with code 7") as info:
-        launch(workers.exit_on_rank, args=(1, 7), nprocs=2, method="spawn")
+        launch(workers.exit_on_rank, args=(1, 7), nprocs=2, method=FRESH)
     assert info.value.exitcode == 7
 
 
 def test_launch_deadline_terminates_slow_ranks():
     # Rank 1 sleeps past the deadline; on a loaded machine rank 0 may be late too, so both may be named.
     with pytest.raises(WorkerFailed, match=r"ranks \[(0, )?1\] did not finish"):
-        launch(workers.sleep_on_rank, args=(1, 600), nprocs=2, method="spawn", timeout=8)
+        launch(workers.sleep_on_rank, args=(1, 600), nprocs=2, method=FRESH, timeout=8)
 
 
 def test_launch_rejects_zero_processes():
@@ -99,12 +99,12 @@ def test_launch_rejects_zero_processes():
 
 def test_spawn_with_deadline_raises_torchs_exception_with_the_traceback():
     with pytest.raises(tmp.ProcessRaisedException, match="raised on purpose"):
-        spawn_with_deadline(workers.raise_value_error, nprocs=2, method="spawn")
+        spawn_with_deadline(workers.raise_value_error, nprocs=2, method=FRESH)
 
 
 def test_spawn_with_deadline_times_out():
     with pytest.raises(TimeoutError):
-        spawn_with_deadline(workers.sleep_on_rank, args=(0, 60), nprocs=1, method="spawn", timeout=5)
+        spawn_with_deadline(workers.sleep_on_rank, args=(0, 60), nprocs=1, method=FRESH, timeout=5)
 
 
 SCRIPT_WITH_A_MAIN_WORKER = """\
@@ -128,10 +128,10 @@ def test_a_function_in_a_scripts_main_is_accepted_and_runs(method):
 
 def test_spawn_with_deadline_refuses_main_functions(notebook_main):
     with pytest.raises(NotImportableError):
-        spawn_with_deadline(defined_in_main, nprocs=1, method="spawn")
+        spawn_with_deadline(defined_in_main, nprocs=1, method=FRESH)
 
 
 def test_spawn_with_deadline_runs_every_rank():
-    queue = tmp.get_context("spawn").SimpleQueue()
-    spawn_with_deadline(workers.put_rank, args=(queue,), nprocs=2, method="spawn")
+    queue = tmp.get_context(FRESH).SimpleQueue()
+    spawn_with_deadline(workers.put_rank, args=(queue,), nprocs=2, method=FRESH)
     assert sorted(queue.get() for _ in range(2)) == [0, 1]

@@ -12,7 +12,7 @@ import helpers.start_methods as sm
 import helpers.torch_worker as tw
 from helpers.launch import spawn_with_deadline
 from helpers.processes import reap, run_python_script
-from tests.workers import METHODS
+from tests.workers import FRESH, METHODS
 
 
 def _run_in_child(method, target, *args):
@@ -61,12 +61,12 @@ def test_what_a_child_inherits_depends_on_the_start_method(method, monkeypatch, 
 
 def test_fail_on_rank_raises_and_the_others_are_terminated():
     with pytest.raises(tmp.ProcessRaisedException, match="rank 1 failed on purpose"):
-        spawn_with_deadline(sm.fail_on_rank, args=(1,), nprocs=2, method="spawn", timeout=60)
+        spawn_with_deadline(sm.fail_on_rank, args=(1,), nprocs=2, method=FRESH, timeout=60)
 
 
 def test_report_rank_puts_rank_and_pid():
-    queue = tmp.get_context("spawn").Queue()
-    spawn_with_deadline(sm.report_rank, args=(queue,), nprocs=2, method="spawn")
+    queue = tmp.get_context(FRESH).Queue()
+    spawn_with_deadline(sm.report_rank, args=(queue,), nprocs=2, method=FRESH)
     assert sorted(rank for rank, _ in (queue.get(timeout=30), queue.get(timeout=30))) == [0, 1]
 
 

@@ -10,6 +10,12 @@ import time
 
 # Every start method this platform has; tests run each.
 METHODS = [m for m in ("fork", "spawn", "forkserver") if m in mp.get_all_start_methods()]
+# For a test that needs a child started as spawn starts one (it imports its function by name), not
+# spawn's price: a test process's forkserver has torch imported (conftest.FORKSERVER_PRELOAD), so its
+# child starts in about 0.1 CPU-s where a spawn child imports torch again (2-3 CPU-s). Where learners
+# meet the spawn path, it runs: the notebooks that spawn in the browser run, every notebook on the
+# macOS path in `make test-wheel`, and the tests' spawn variants in `make test-spawn`.
+FRESH = "forkserver" if "forkserver" in METHODS else "spawn"
 
 
 def shout_and_exit(message: str, code: int) -> None:
