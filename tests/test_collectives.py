@@ -17,13 +17,12 @@ from torch.utils.data import DistributedSampler
 from helpers import collectives
 from helpers.ddp import free_port
 from helpers.launch import spawn_with_deadline
+from tests.workers import FRESH
 
 pytestmark = pytest.mark.timeout(600)
 
-START_METHOD = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
 
-
-def _launch(tmp_path, world_size: int, job, *args, method: str = START_METHOD) -> list:
+def _launch(tmp_path, world_size: int, job, *args, method: str = FRESH) -> list:
     """``run_in_group`` in ``world_size`` ranks, bounded; what each rank saved."""
     spawn_with_deadline(
         collectives.run_in_group, args=(world_size, free_port(), str(tmp_path), job, *args),

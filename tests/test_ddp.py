@@ -3,7 +3,7 @@ its snapshot and resume, the equivalence proof, failures; and minimal_train.
 
 Each launch of ranks costs seconds (every rank imports torch), so one module-scoped run of ``train``
 (what the notebook runs) serves several assertions, and the ranks come from a forkserver that has
-imported torch once (``START_METHOD``)."""
+imported torch once (``tests.workers.FRESH``)."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from helpers.digits import load_digits_split, make_model
 from helpers.launch import spawn_with_deadline
 from helpers.processes import live_children
 from helpers.torchrun import run_torchrun, torchrun_command
+from tests.workers import FRESH
 
 pytestmark = pytest.mark.timeout(600)  # a loaded 2-core machine needs tens of seconds per launch
 
@@ -31,13 +32,12 @@ pytestmark = pytest.mark.timeout(600)  # a loaded 2-core machine needs tens of s
 # them anew: about 2.7 CPU-seconds a rank on a 2-core machine. The ranks run the same code and reach
 # the same weights, bit for bit: the script and module tests below launch with spawn and torchrun
 # and compare against them. Notebook 06 shows mp.spawn.
-START_METHOD = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
 
 
 def _launch(fn, args: tuple, nprocs: int) -> None:
-    """``mp.spawn(fn, args, nprocs)``, with ranks started by :data:`START_METHOD`, bounded; a failed
+    """``mp.spawn(fn, args, nprocs)``, with ranks started by :data:`FRESH`, bounded; a failed
     rank's traceback file, which torch leaves in the temporary directory, removed."""
-    spawn_with_deadline(fn, args=args, nprocs=nprocs, method=START_METHOD, timeout=300)
+    spawn_with_deadline(fn, args=args, nprocs=nprocs, method=FRESH, timeout=300)
 
 
 def _train(snapshot: Path, epochs: int = ddp.EPOCHS, world_size: int = 2) -> dict:
@@ -61,7 +61,7 @@ def _assert_same_weights(a: dict, b: dict) -> None:
 @pytest.fixture(scope="module")
 def notebook_run(tmp_path_factory) -> dict:
     """What notebook 06 runs, mp.spawn(train, args=(2, snapshot, port), nprocs=2), its ranks started
-    by :data:`START_METHOD`."""
+    by :data:`FRESH`."""
     return _train(tmp_path_factory.mktemp("ddp") / "snapshot.pt")
 
 

@@ -15,7 +15,7 @@ import torch.multiprocessing as mp
 from helpers import hogwild
 from helpers.digits import accuracy, load_digits_split, make_model
 from helpers.processes import live_children
-from tests.workers import METHODS
+from tests.workers import FRESH, METHODS
 
 matplotlib.use("Agg")
 pytestmark = pytest.mark.timeout(600)  # spawn children import torch: slow on a busy machine
@@ -201,8 +201,7 @@ def test_measure_sharing_cost_reports_its_runs_against_the_ceiling(capsys, metho
 
 def test_measure_threads_runs_the_advised_count_and_its_multiples(capsys, monkeypatch):
     monkeypatch.setattr(hogwild.os, "cpu_count", lambda: 2)  # the notebook's case on any machine
-    # forkserver where there is one: this test process's forkserver has torch imported (conftest.py)
-    method = "forkserver" if "forkserver" in METHODS else "spawn"
+    method = FRESH  # this test process's forkserver has torch imported (conftest.py)
     result = hogwild.measure_threads(nprocs=2, epochs=1, method=method)
     assert result["advised"] == 1 and list(result["runs"]) == [1, 2, 4]
     assert all(run["label"] == f"2 proc x {t} thr {method}" for t, run in result["runs"].items())

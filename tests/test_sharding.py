@@ -3,8 +3,8 @@ says (every tensor the process can reach, counted), sends the bytes measured on 
 checkpoint loads into other world sizes; and scripts/bench_sharding.py.
 
 One module-scoped launch of ``train_rank`` with every method serves most assertions; its ranks come
-from a forkserver that has imported torch once (as tests/test_ddp.py). One case launches with spawn,
-what the notebook's ``mp.spawn`` uses."""
+from a forkserver that has imported torch once (``tests.workers.FRESH``, as tests/test_ddp.py);
+notebook 12 launches the same ranks with ``mp.spawn`` in the browser run and on the macOS path."""
 
 from __future__ import annotations
 
@@ -18,18 +18,16 @@ from pathlib import Path
 import pytest
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 
 from helpers import digits, sharding
 from helpers.ddp import free_port, max_param_difference
 from helpers.launch import spawn_with_deadline
 from helpers.processes import live_children
-from tests.workers import in_place_collectives, reload_fsdp2
+from tests.workers import FRESH, in_place_collectives, reload_fsdp2
 
 pytestmark = pytest.mark.timeout(600)  # a loaded 2-core machine needs tens of seconds per launch
 
 ROOT = Path(__file__).resolve().parent.parent
-START_METHOD = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
 HIDDEN = (32,)  # 2,410 parameters: every size divides by 2, so no padding in the byte counts
 PARAMETERS = sum(p.numel() for p in digits.make_model(sharding.SEED, HIDDEN).parameters())
 WORLD = 2
@@ -40,7 +38,7 @@ def trained():
     """``train_rank`` with every method on 2 ranks: ``(folder, {method: [rank 0's, rank 1's results]})``."""
     with tempfile.TemporaryDirectory(prefix="tmp-test-sharding-") as folder:
         args = (WORLD, free_port(), folder, sharding.METHODS, HIDDEN, 4)
-        spawn_with_deadline(sharding.train_rank, args=args, nprocs=WORLD, method=START_METHOD, timeout=300)
+        spawn_with_deadline(sharding.train_rank, args=args, nprocs=WORLD, method=FRESH, timeout=300)
         yield folder, {m: sharding.read_results(folder, m, WORLD) for m in sharding.METHODS}
     assert live_children() == []
 
@@ -106,16 +104,17 @@ def test_the_sharded_checkpoint_loads_into_one_process_and_into_three_ranks(trai
     assert max_param_difference(model.state_dict(), runs["fsdp2"][0]["state"]) == 0.0
     path = str(tmp_path / "three.pt")
     args = (3, free_port(), checkpoint, HIDDEN, path)
-    spawn_with_deadline(reload_fsdp2, args=args, nprocs=3, method=START_METHOD, timeout=300)
+    spawn_with_deadline(reload_fsdp2, args=args, nprocs=3, method=FRESH, timeout=300)
     three = torch.load(path, weights_only=True)
     assert max_param_difference(three["state"], runs["fsdp2"][0]["state"]) == 0.0
     assert sum(three["held"]) == PARAMETERS and max(three["held"]) < PARAMETERS / 2
 
 
-def test_zero1_equals_ddp_with_padding_under_spawn_as_the_notebook_launches_it(tmp_path):
+def test_zero1_equals_ddp_with_padding(tmp_path):
     hidden = (33,)  # 2,485 parameters: the last rank's slice is padded
     methods = ["ddp", "zero1"]
-    mp.spawn(sharding.train_rank, args=(WORLD, free_port(), str(tmp_path), methods, hidden, 3), nprocs=WORLD)
+    args = (WORLD, free_port(), str(tmp_path), methods, hidden, 3)
+    spawn_with_deadline(sharding.train_rank, args=args, nprocs=WORLD, method=FRESH, timeout=300)
     ddp, zero1 = (sharding.read_results(str(tmp_path), method, WORLD)[0] for method in methods)
     assert max_param_difference(ddp["state"], zero1["state"]) < 1e-6
     assert zero1["memory"]["optimizer"] == 8 * math.ceil(2485 / WORLD) + 4
@@ -142,7 +141,7 @@ def test_the_collectives_zero1_runs_in_place_are_right_on_gloo(tmp_path):
     (what zero1_step does), with different values on each rank."""
     path = str(tmp_path / "in_place.pt")
     spawn_with_deadline(in_place_collectives, args=(WORLD, free_port(), path), nprocs=WORLD,
-                        method=START_METHOD, timeout=120)  # fmt: skip
+                        method=FRESH, timeout=120)  # fmt: skip
     assert torch.load(path, weights_only=True) == [True, True]
 
 
